@@ -1,0 +1,5 @@
+import sys
+
+from joins.cli import main
+
+sys.exit(main())

@@ -1,0 +1,27 @@
+"""Operator lookup by the name used in scenario files (`operator` field)."""
+
+from __future__ import annotations
+
+import importlib
+
+from joins.errors import ConfigError
+from joins.operators.base import OperatorDefinition
+
+OPERATOR_NAMES: tuple[str, ...] = (
+    "versioned_table",
+    "stream_table_join",
+    "table_table_join",
+    "fk_join",
+    "table_filter",
+    "table_aggregate",
+    "interval_join",
+)
+
+
+def get_operator(name: str) -> OperatorDefinition:
+    if name not in OPERATOR_NAMES:
+        raise ConfigError(
+            f"unknown operator {name!r}; expected one of: {', '.join(OPERATOR_NAMES)}")
+    module = importlib.import_module(f"joins.operators.{name}")
+    definition: OperatorDefinition = module.DEFINITION
+    return definition

@@ -1,0 +1,102 @@
+"""One SparkSession per process, local by default, a cluster master or Spark Connect on request.
+
+A session start costs seconds, so every caller (tests, the replay command, Dagster resources)
+shares the one built here. Local mode is tuned for a small machine: all cores, few shuffle
+partitions, UTC session time zone, UI off, everything bound to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_lock = threading.Lock()
+_session: SparkSession | None = None
+_settings: SparkSettings | None = None
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How to reach Spark.
+
+    master: a Spark master URL (`local[*]`, `spark://host:7077`, `yarn`, `k8s://...`).
+    remote: a Spark Connect URL (`sc://host:15002`); when set, `master` is ignored.
+    shuffle_partitions: `spark.sql.shuffle.partitions`; small for local mode, raise on a cluster.
+    extra_conf: any further Spark settings, applied last.
+    """
+
+    master: str = "local[*]"
+    remote: str | None = None
+    app_name: str = "temporal-joins"
+    shuffle_partitions: int = 4
+    driver_memory: str = "4g"
+    extra_conf: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls) -> SparkSettings:
+        """Settings from TJ_SPARK_MASTER / TJ_SPARK_REMOTE / TJ_SHUFFLE_PARTITIONS if set."""
+        return cls(
+            master=os.environ.get("TJ_SPARK_MASTER", "local[*]"),
+            remote=os.environ.get("TJ_SPARK_REMOTE") or None,
+            shuffle_partitions=int(os.environ.get("TJ_SHUFFLE_PARTITIONS", "4")),
+            driver_memory=os.environ.get("TJ_DRIVER_MEMORY", "4g"),
+        )
+
+    def conf(self) -> dict[str, str]:
+        conf = {
+            "spark.sql.shuffle.partitions": str(self.shuffle_partitions),
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sql.ansi.enabled": "true",
+            "spark.sql.execution.arrow.pyspark.enabled": "true",
+        }
+        if self.remote is None and self.master.startswith("local"):
+            conf.update({
+                "spark.ui.enabled": "false",
+                "spark.driver.host": "127.0.0.1",
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.driver.memory": self.driver_memory,
+                "spark.default.parallelism": str(max(2, os.cpu_count() or 2)),
+                "spark.sql.adaptive.enabled": "true",
+                "spark.ui.showConsoleProgress": "false",
+            })
+        conf.update(self.extra_conf)
+        return conf
+
+
+def get_spark(settings: SparkSettings | None = None) -> SparkSession:
+    """The process-wide session, built on first use. Later calls with other settings get the
+    same session (a JVM hosts one); pass settings on the first call."""
+    global _session, _settings
+    with _lock:
+        if _session is not None:
+            return _session
+        settings = settings or SparkSettings.from_env()
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.appName(settings.app_name)
+        if settings.remote is not None:
+            builder = builder.remote(settings.remote)
+        else:
+            builder = builder.master(settings.master)
+        for key, value in settings.conf().items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        if settings.remote is None:
+            session.sparkContext.setLogLevel("ERROR")
+        _session, _settings = session, settings
+        return session
+
+
+def stop_spark() -> None:
+    global _session, _settings
+    with _lock:
+        if _session is not None:
+            _session.stop()
+        _session, _settings = None, None
