@@ -50,8 +50,9 @@ def replay(args: argparse.Namespace) -> int:
     except JoinsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    metrics: dict[str, int] = {}
     try:
-        items = run_scenario(scenario, args.engine, args.batch_size)
+        items = run_scenario(scenario, args.engine, args.batch_size, metrics)
     except JoinsError as exc:
         if scenario.expected_error is not None:
             if scenario.expected_error.lower() in str(exc).lower():
@@ -69,6 +70,10 @@ def replay(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     for item in items:
         print(json.dumps(item, sort_keys=False))
+    # Records that produced no output are reported, never silently lost.
+    counted = {k: v for k, v in sorted(metrics.items()) if v}
+    if counted:
+        print("metrics: " + ", ".join(f"{k}={v}" for k, v in counted.items()), file=sys.stderr)
     if not args.check:
         return EXIT_OK
     if scenario.expected_error is not None:

@@ -63,8 +63,12 @@ def compact_table_items(items: list[Item]) -> list[Item]:
 
 
 def run_reference(definition: OperatorDefinition, spec: Any, records: Sequence[Any],
-                  batch_size: int | None = 1) -> list[Item]:
-    """Run the reference processor over `records` cut into micro-batches."""
+                  batch_size: int | None = 1, metrics: dict[str, int] | None = None) -> list[Item]:
+    """Run the reference processor over `records` cut into micro-batches.
+
+    If `metrics` is given it receives the processor's counters (records not joined or emitted:
+    late, expired, out of order, ...) so that a caller can report them.
+    """
     processor = definition.reference(spec)
     emitted: list[Item] = []
     for batch in cut_batches(records, batch_size):
@@ -76,4 +80,6 @@ def run_reference(definition: OperatorDefinition, spec: Any, records: Sequence[A
             out = compact_table_items(out)
         last = batch[-1].i
         emitted.extend({**item, "after_input": last} for item in out)
+    if metrics is not None:
+        metrics.update(getattr(processor, "metrics", {}) or {})
     return emitted

@@ -31,8 +31,9 @@ class ReferenceProcessor(Protocol):
     def process(self, record: Any) -> list[Item]: ...
 
 
-# A Spark replay runner: (spec, records in arrival order, batch size) -> items with after_input.
-SparkReplay = Callable[[Any, Sequence[Any], int | None], list[Item]]
+# A Spark replay runner: (spec, records in arrival order, batch size, metrics out) -> items with
+# after_input.
+SparkReplay = Callable[[Any, Sequence[Any], int | None, dict[str, int] | None], list[Item]]
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ def prepare(scenario: Scenario) -> tuple[Any, Any, list[Any]]:
 
 
 def run_scenario(scenario: Scenario, engine: str = "reference",
-                 batch_size: int | None = None) -> list[Item]:
+                 batch_size: int | None = None, metrics: dict[str, int] | None = None) -> list[Item]:
     """Items the engine emits, each with `after_input`.
 
     Batch size defaults: the reference engine processes one record at a time; the Spark engine
@@ -39,13 +39,14 @@ def run_scenario(scenario: Scenario, engine: str = "reference",
     """
     definition, spec, records = prepare(scenario)
     if engine == "reference":
-        return run_reference(definition, spec, records, 1 if batch_size is None else batch_size)
+        return run_reference(definition, spec, records, 1 if batch_size is None else batch_size,
+                             metrics)
     if engine == "spark":
         if definition.spark_replay is None:
             raise ConfigError(f"operator {scenario.operator!r} has no Spark engine yet; "
                               f"use --engine reference")
         module_name, func_name = definition.spark_replay.split(":")
         replay = getattr(importlib.import_module(module_name), func_name)
-        items: list[Item] = replay(spec, records, batch_size)
+        items: list[Item] = replay(spec, records, batch_size, metrics)
         return items
     raise ConfigError(f"unknown engine {engine!r}; expected one of: {', '.join(ENGINES)}")
