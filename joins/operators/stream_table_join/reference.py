@@ -1,0 +1,180 @@
+"""The `stream_table_join` reference processor: the specification, one record at a time.
+
+Seed 000 (KIP-914): "when a new record (from the stream-side) arrives at a stream-table join
+processor, the processor performs a get(key) lookup on the table materialization [...]. If the
+table store is versioned, the behavior will be to call get(key, timestamp) instead, where
+timestamp is the stream-side record's timestamp." When that timestamp is older than the table's
+history retention, get returns null (unless the latest version is older still) and the null is
+handled like any other: an inner join emits nothing, a left join emits a null table value.
+
+Seed 001 (KIP-923): a stream record joined on arrival sees only the table versions that have
+arrived so far, so the result depends on arrival interleaving. With a grace period the stream
+side is buffered "until it is certain that the record in the table side is the right one for
+its timestamp": a buffered record is joined when the buffer's stream time has moved `grace` past
+it, in timestamp order. The seed's example (table rows at ts 1, 2, 3; stream d@4, e@1, f@2, g@2,
+h@3; grace 10) always yields 2eb, 3fc, 2gx, 3hy, 1da.
+
+The rules, exactly as this processor applies them:
+
+- Table records update the table store (versioned or not) and emit nothing. A put the versioned
+  store refuses as older than its history retention is counted (`table_expired`); a table record
+  with a null key is counted (`table_skipped_null_key`) as Kafka skips it.
+- A stream record with a null value is skipped, as Kafka does (`skipped_null_value`).
+- The table key is the stream key, or the `table_key` field of the stream value. A null table key
+  joins to nothing: a left join emits the record with a null table value, an inner join skips it
+  (`skipped_null_key`).
+- Without `grace_ms` the record is joined on arrival. With it, the record (a left join's null-key
+  record too) is put into the buffer; the buffer's stream time is the largest ts of the stream
+  records put into it (table records, late records and skipped records do not move it). After
+  each put, every buffered record with ts <= stream time - grace is evicted in (ts, arrival)
+  order and joined as of its ts, against the table as it is at eviction. Nothing flushes the
+  buffer at end of input (`buffered` says how many records wait).
+- A stream record with ts < stream time - grace is late and follows `late`: `join` (joined at once,
+  Kafka Streams' behaviour; `late_joined`), `drop` (the KIP text; `late_dropped`) or `quarantine`
+  (emitted as a quarantine item with a reason; `quarantined`).
+- The join looks up get(table_key, stream ts) in a versioned table, the latest by arrival in an
+  unversioned one. It emits `{"key": stream key, "value": [stream value, table value or null],
+  "ts": stream ts}`; an inner join emits nothing when the lookup is null (`inner_unmatched`).
+
+`metrics` counts every stream record that was skipped, dropped, quarantined, joined late, left
+unmatched by an inner join or still buffered, and every table record the table did not take, so
+that nothing is ever lost silently.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from joins.operators.base import Item
+from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTableRecord
+from joins.operators.versioned_table.store import TableStore, VersionedStore, make_store
+
+METRIC_NAMES: tuple[str, ...] = (
+    "skipped_null_value",       # stream records with a null value (Kafka skips them)
+    "skipped_null_key",         # inner join: stream records whose table key is null
+    "inner_unmatched",          # inner join: the table lookup was null, nothing emitted
+    "late_joined",              # late stream records joined at once (late = join)
+    "late_dropped",             # late stream records dropped (late = drop)
+    "quarantined",              # late stream records emitted as quarantine items
+    "table_expired",            # table puts older than the versioned table's history retention
+    "table_skipped_null_key",   # table records with a null key
+    "lookup_beyond_history_retention",  # lookups only the latest version could answer (seed 000)
+    "buffered",                 # stream records waiting in the grace buffer right now
+)
+
+
+class GraceBuffer:
+    """The stream-side buffer of KIP-923, ordered by (ts, arrival)."""
+
+    def __init__(self, grace_ms: int) -> None:
+        self.grace_ms = grace_ms
+        self.stream_time: int | None = None
+        # (ts, arrival index, record, table key): (ts, i) is unique, so records never compare.
+        self._heap: list[tuple[int, int, StreamTableRecord, Any]] = []
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    @property
+    def late_bound(self) -> int | None:
+        """Stream time minus grace: older records are late, records up to it are evicted."""
+        return None if self.stream_time is None else self.stream_time - self.grace_ms
+
+    def is_late(self, ts: int) -> bool:
+        bound = self.late_bound
+        return bound is not None and ts < bound
+
+    def put(self, record: StreamTableRecord, table_key: Any) -> None:
+        heapq.heappush(self._heap, (record.ts, record.i, record, table_key))
+        self.stream_time = record.ts if self.stream_time is None else max(self.stream_time, record.ts)
+
+    def evict(self) -> list[tuple[StreamTableRecord, Any]]:
+        """Remove and return, in (ts, arrival) order, every record with ts <= stream time - grace."""
+        bound = self.late_bound
+        evicted: list[tuple[StreamTableRecord, Any]] = []
+        while bound is not None and self._heap and self._heap[0][0] <= bound:
+            _ts, _i, record, table_key = heapq.heappop(self._heap)
+            evicted.append((record, table_key))
+        return evicted
+
+
+class StreamTableJoinProcessor:
+    """Record-at-a-time stream-table join (inner or left), optionally with a grace buffer."""
+
+    def __init__(self, spec: StreamTableJoinSpec) -> None:
+        self.spec = spec
+        self.table: TableStore = make_store(spec.table.versioned, spec.table.history_retention_ms or 0)
+        self.buffer: GraceBuffer | None = None if spec.grace_ms is None else GraceBuffer(spec.grace_ms)
+        self.metrics: dict[str, int] = dict.fromkeys(METRIC_NAMES, 0)
+
+    def process(self, record: StreamTableRecord) -> list[Item]:
+        if record.side == "table":
+            self._put_table(record)
+            return []
+        return self._on_stream(record)
+
+    # -- table side -------------------------------------------------------------------------
+
+    def _put_table(self, record: StreamTableRecord) -> None:
+        if record.key is None:
+            self.metrics["table_skipped_null_key"] += 1
+            return
+        if self.table.put(record.key, record.value, record.ts).outcome == "expired":
+            self.metrics["table_expired"] += 1
+
+    # -- stream side ------------------------------------------------------------------------
+
+    def _on_stream(self, record: StreamTableRecord) -> list[Item]:
+        if record.value is None:
+            self.metrics["skipped_null_value"] += 1
+            return []
+        table_key = self.spec.lookup_key(record.key, record.value, index=record.i)
+        if table_key is None and self.spec.join == "inner":
+            self.metrics["skipped_null_key"] += 1
+            return []
+        if self.buffer is None:
+            return self._join(record, table_key)
+        if self.buffer.is_late(record.ts):
+            return self._on_late(record, table_key, self.buffer)
+        self.buffer.put(record, table_key)
+        out: list[Item] = []
+        for buffered, buffered_key in self.buffer.evict():
+            out.extend(self._join(buffered, buffered_key))
+        self.metrics["buffered"] = len(self.buffer)
+        return out
+
+    def _on_late(self, record: StreamTableRecord, table_key: Any, buffer: GraceBuffer) -> list[Item]:
+        if self.spec.late == "join":
+            self.metrics["late_joined"] += 1
+            return self._join(record, table_key)
+        if self.spec.late == "drop":
+            self.metrics["late_dropped"] += 1
+            return []
+        self.metrics["quarantined"] += 1
+        assert buffer.stream_time is not None  # a late record needs a stream time to be late
+        reason = (f"late stream record: ts {record.ts} is older than the join buffer's stream time "
+                  f"{buffer.stream_time} minus grace {buffer.grace_ms} ms (= {buffer.late_bound}); "
+                  f"records up to ts {buffer.late_bound} may already have been joined, so this one "
+                  f"can no longer be joined in timestamp order. A grace_ms of at least "
+                  f"{buffer.stream_time - record.ts} would have joined it")
+        return [{"quarantined": {"key": record.key, "value": record.value, "ts": record.ts},
+                 "reason": reason}]
+
+    def _join(self, record: StreamTableRecord, table_key: Any) -> list[Item]:
+        table_value = None if table_key is None else self._lookup(table_key, record.ts)
+        if table_value is None and self.spec.join == "inner":
+            self.metrics["inner_unmatched"] += 1
+            return []
+        return [{"key": record.key, "value": [record.value, table_value], "ts": record.ts}]
+
+    def _lookup(self, table_key: Any, ts: int) -> Any:
+        """get(key, ts) on a versioned table (seed 000), get(key) on an unversioned one."""
+        if isinstance(self.table, VersionedStore):
+            bound = self.table.expiry_bound
+            if bound is not None and ts < bound:
+                self.metrics["lookup_beyond_history_retention"] += 1
+            found = self.table.get(table_key, ts)
+        else:
+            found = self.table.get(table_key)
+        return None if found is None else found.value

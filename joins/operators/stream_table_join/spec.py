@@ -1,0 +1,109 @@
+"""Configuration and input records of the `stream_table_join` operator (seeds 000 and 001).
+
+Config (see FORMAT.md):
+
+- `join`: `inner` | `left`. A stream-table join has no outer form: a table row alone is state,
+  not an event, so there is nothing to emit for it.
+- `table`: `{"versioned": bool, "history_retention_ms": int}`. A versioned table is looked up as
+  of the stream record's timestamp (KIP-914, seed 000); an unversioned one by latest arrival.
+- `grace_ms`: the stream-side buffer of KIP-923 (seed 001); null = no buffer.
+- `late`: what a stream record older than the buffer's stream time minus grace gets:
+  `join` (Kafka Streams' behaviour, the default), `drop` (the KIP text), `quarantine`.
+- `table_key`: a field of the stream value naming the table key (global-table style); absent =
+  the stream key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
+
+from joins.errors import ConfigError, InputRecordError
+from joins.spec import Record, Spec, parse_record
+
+OPERATOR = "stream_table_join"
+
+LatePolicy = Literal["join", "drop", "quarantine"]
+
+
+def _config_error(key: str, message: str) -> ConfigError:
+    return ConfigError(f"{OPERATOR}: invalid config: config.{key}: {message}")
+
+
+class TableSpec(Spec):
+    versioned: StrictBool
+    # Required for a versioned table, refused for an unversioned one (it would mean nothing).
+    history_retention_ms: StrictInt | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _retention_matches_versioning(self) -> TableSpec:
+        if self.versioned and self.history_retention_ms is None:
+            raise _config_error("table.history_retention_ms",
+                                "required when table.versioned is true (how much history the "
+                                "versioned table keeps)")
+        if not self.versioned and self.history_retention_ms is not None:
+            raise _config_error("table.history_retention_ms",
+                                "only meaningful for a versioned table (table.versioned is false); "
+                                "remove it or set table.versioned to true")
+        return self
+
+
+class StreamTableJoinSpec(Spec):
+    join: Literal["inner", "left"]
+    table: TableSpec
+    grace_ms: StrictInt | None = Field(default=None, ge=0)
+    late: LatePolicy = "join"
+    table_key: StrictStr | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _grace_is_consistent(self) -> StreamTableJoinSpec:
+        if self.grace_ms is not None:
+            if not self.table.versioned:
+                # Buffered records are joined as of their own timestamp, which only a versioned
+                # table can answer (Kafka Streams refuses a grace period on an unversioned table).
+                raise _config_error("grace_ms", "a grace period needs a versioned table "
+                                    "(set table.versioned to true, or remove grace_ms)")
+            retention = self.table.history_retention_ms
+            assert retention is not None  # TableSpec guarantees it for a versioned table
+            if self.grace_ms > retention:
+                # A record held for grace_ms would be looked up beyond the table's history.
+                raise _config_error("grace_ms", f"grace_ms ({self.grace_ms}) must be <= "
+                                    f"table.history_retention_ms ({retention}): a buffered record "
+                                    f"would be looked up in history the table no longer keeps")
+        elif self.late != "join":
+            raise _config_error("late", f"late = {self.late!r} needs grace_ms: without a stream "
+                                "buffer no record is ever late, so the setting would do nothing")
+        return self
+
+    def lookup_key(self, stream_key: Any, stream_value: Any, *, index: int | None = None) -> Any:
+        """The table key a stream record is joined on: the stream key, or the `table_key` field
+        of the stream value (an absent field reads as null, a null table key)."""
+        if self.table_key is None:
+            return stream_key
+        if not isinstance(stream_value, dict):
+            raise InputRecordError(
+                f"must be an object holding the field {self.table_key!r} named by config.table_key, "
+                f"got {type(stream_value).__name__}",
+                index=index, field="value", record=stream_value, source=f"{OPERATOR} input")
+        return stream_value.get(self.table_key)
+
+
+class StreamTableRecord(Record):
+    """`{"i", "side": "stream" | "table", "key", "value", "ts"}`; key and value are required but
+    may be null (a null table value is a tombstone; a null stream value is skipped)."""
+
+    i: StrictInt
+    side: Literal["stream", "table"]
+    key: Any = Field(...)
+    value: Any = Field(...)
+    ts: StrictInt
+
+
+def parse_stream_table_record(raw: Any, index: int) -> StreamTableRecord:
+    return parse_record(StreamTableRecord, raw, index=index, operator=OPERATOR)
+
+
+def batch_phase(record: StreamTableRecord) -> int:
+    """The micro-batch rule: a batch's table records before its stream records."""
+    return 0 if record.side == "table" else 1
