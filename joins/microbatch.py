@@ -37,24 +37,32 @@ def key_of(item: Item) -> str:
 def compact_table_items(items: list[Item]) -> list[Item]:
     """Last item per key, ordered by the position of that last item; `old_value` from the first.
 
+    An item marked `is_latest: false` (an out-of-order record of a versioned table, forwarded
+    only as history) never hides the batch's latest value of its key: the kept item is the last
+    one not so marked, or the last one if every item of the key is out of order.
     Items that are not table results (quarantine reports, watermarks) pass through unchanged.
     """
     first_old: dict[str, Any] = {}
-    last_pos: dict[str, int] = {}
+    keep_pos: dict[str, int] = {}
+    has_latest: set[str] = set()
     for pos, item in enumerate(items):
         if "key" not in item:
             continue
         k = key_of(item)
-        if k not in last_pos and "old_value" in item:
+        if k not in keep_pos and "old_value" in item:
             first_old[k] = item["old_value"]
-        last_pos[k] = pos
+        if item.get("is_latest", True) is not False:
+            has_latest.add(k)
+            keep_pos[k] = pos
+        elif k not in has_latest:
+            keep_pos[k] = pos
     out: list[Item] = []
     for pos, item in enumerate(items):
         if "key" not in item:
             out.append(item)
             continue
         k = key_of(item)
-        if last_pos[k] != pos:
+        if keep_pos[k] != pos:
             continue
         if k in first_old:
             item = {**item, "old_value": first_old[k]}

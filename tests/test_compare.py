@@ -77,3 +77,12 @@ def test_cut_batches() -> None:
     assert [list(b) for b in cut_batches([1, 2, 3], None)] == [[1, 2, 3]]
     with pytest.raises(ValueError):
         list(cut_batches([1], 0))
+
+
+def test_compaction_never_lets_an_out_of_order_item_hide_the_latest() -> None:
+    items = [{"key": "a", "value": 10, "old_value": None, "ts": 10},
+             {"key": "a", "value": None, "old_value": 10, "ts": 5, "is_latest": False},
+             {"key": "b", "value": 1, "ts": 3, "is_latest": False}]
+    assert compact_table_items(items) == [
+        {"key": "a", "value": 10, "old_value": None, "ts": 10},
+        {"key": "b", "value": 1, "ts": 3, "is_latest": False}]
