@@ -8,6 +8,7 @@ partitions, UTC session time zone, UI off, everything bound to 127.0.0.1.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -77,6 +78,11 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
             return _session
         settings = settings or SparkSettings.from_env()
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        if settings.remote is None and settings.master.startswith("local"):
+            # Python workers must run this interpreter (the project's venv, with pyarrow and
+            # numpy), not whatever `python3` is first on PATH.
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
         from pyspark.sql import SparkSession
 
