@@ -54,6 +54,8 @@ class SparkSettings:
             "spark.sql.session.timeZone": "UTC",
             "spark.sql.ansi.enabled": "true",
             "spark.sql.execution.arrow.pyspark.enabled": "true",
+            # Delta readers expect microsecond timestamps; Spark's default INT96 is deprecated.
+            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         }
         if self.remote is None and self.master.startswith("local"):
             conf.update({

@@ -1,0 +1,31 @@
+"""Delta Lake I/O for Spark without the Delta jars: Spark computes and reads/writes Parquet,
+delta-rs (the `deltalake` package) keeps the transaction log. This package is the only place
+in the project that imports `deltalake`.
+
+    read_delta / read_changes      Delta table (version, timestamp, increment) -> DataFrame
+    write_delta                    DataFrame -> one Delta commit, idempotent with an AppTxn
+    vacuum_orphans                 remove files of writes that never committed
+"""
+
+from joins.lake.errors import LakeError, SchemaMismatchError, UnsupportedTableError
+from joins.lake.model import AppTxn, CommitInfo
+from joins.lake.read import read_changes, read_delta
+from joins.lake.table import delta_version, table_exists, table_schema, txn_version
+from joins.lake.vacuum import vacuum_orphans
+from joins.lake.write import write_delta
+
+__all__ = [
+    "AppTxn",
+    "CommitInfo",
+    "LakeError",
+    "SchemaMismatchError",
+    "UnsupportedTableError",
+    "delta_version",
+    "read_changes",
+    "read_delta",
+    "table_exists",
+    "table_schema",
+    "txn_version",
+    "vacuum_orphans",
+    "write_delta",
+]

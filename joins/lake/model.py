@@ -1,0 +1,51 @@
+"""Value types of the lake API: application transactions and commit outcomes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AppTxn:
+    """An application transaction: (app id, version) recorded atomically with a commit.
+
+    A writer that replays a batch passes the same pair; the commit is skipped when the table
+    already holds this app id at this version or later. That makes a retried micro-batch
+    exactly-once without any state outside the table.
+    """
+
+    app_id: str
+    version: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.app_id, str) or not self.app_id:
+            raise ValueError("AppTxn.app_id must be a non-empty string")
+        if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 0:
+            raise ValueError(f"AppTxn.version must be an integer >= 0, got {self.version!r}")
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """What `write_delta` did.
+
+    version: the table version of the commit (None when skipped).
+    skipped: the app transaction was already committed; nothing was written.
+    files / rows: data files added and the rows in them.
+    """
+
+    version: int | None
+    skipped: bool
+    files: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One data file of a table: path relative to the table root (decoded, as on storage) or an
+    absolute URI, and its typed partition values (None = null partition)."""
+
+    path: str
+    partition_values: dict[str, Any] = field(default_factory=dict)
+    size: int | None = None
+    num_records: int | None = None

@@ -1,0 +1,272 @@
+"""Spark DataFrames into Delta tables without the Delta jars and without collecting rows.
+
+1. Spark tasks write Parquet (partitioned by the table's partition columns) into a staging
+   prefix `_staging/<write id>/` inside the table directory. `_`-prefixed paths are invisible
+   to Delta readers and to Spark's partition discovery.
+2. The driver lists the staging prefix (only this write's files), reads each file's Parquet
+   footer for the Delta statistics, and moves the file to its final place `col=value/...`
+   under the root (a rename on local and HDFS storage). Spark's file names carry the job's
+   UUID, so they never collide with earlier files.
+3. One Delta commit (delta-rs write transaction) adds the files, removes the replaced ones
+   (overwrite) and records the app transaction.
+
+Until step 3 the table is unchanged: moved but uncommitted files are orphans that no version
+references (`vacuum_orphans` removes them). A failed commit cleans up its own files, unless
+it cannot tell whether the commit landed; then it leaves them for `vacuum_orphans`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import posixpath
+import uuid
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from joins.lake import commit as _commit
+from joins.lake.errors import LakeError
+from joins.lake.location import TableLocation
+from joins.lake.model import AppTxn, CommitInfo
+from joins.lake.read import partition_filter_strings
+from joins.lake.schema import (
+    SchemaMode,
+    WriteMode,
+    WritePlan,
+    parse_partition_dirs,
+    plan_write,
+)
+from joins.lake.stats import footer_stats
+from joins.lake.table import Snapshot, open_snapshot
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+log = logging.getLogger(__name__)
+
+_TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
+# Footer reads are small ranged reads, latency-bound on object stores.
+_FOOTER_THREADS = 16
+
+
+def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode = "append",
+                partition_by: list[str] | None = None,
+                replace_partitions: Mapping[str, Sequence[Any]] | None = None,
+                app_txn: AppTxn | None = None, schema_mode: SchemaMode = "enforce",
+                commit_message: str | None = None) -> CommitInfo:
+    """Write `df` to the Delta table at `path` in one commit (creating the table if needed).
+
+    mode: "append" adds files; "overwrite" replaces the table's files, or with
+        `replace_partitions` ({column: [values]}) only the files of the matching partitions
+        (every written row must fall in them).
+    app_txn: if the table already recorded this app id at this version or later, nothing is
+        written and CommitInfo(skipped=True) comes back.
+    schema_mode: "enforce" refuses columns the table lacks or of another type; "merge" adds
+        new columns (nullable). Table columns missing from the data are written as nulls.
+    """
+    loc = TableLocation.of(path)
+    _check_arguments(loc, mode, schema_mode, replace_partitions, app_txn, partition_by)
+    snap = open_snapshot(loc, missing_ok=True)
+    if snap is not None:
+        snap.check_writable(overwrite=mode == "overwrite")
+        if app_txn is not None and _already_committed(snap, app_txn):
+            return CommitInfo(version=None, skipped=True, files=0, rows=0)
+    plan = plan_write(df.schema, snap.schema if snap else None,
+                      snap.partition_by if snap else None, partition_by=partition_by,
+                      schema_mode=schema_mode, table=str(loc))
+    replace = (partition_filter_strings(loc, plan.schema, plan.partition_by, replace_partitions,
+                                        what="replace_partitions")
+               if replace_partitions is not None else None)
+    write_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:12]}"
+    staging = loc.staging_dir(write_id)
+    try:
+        _spark_write(df, plan, loc, staging)
+        moved = _place_files(loc, staging, plan)
+    except Exception:
+        _remove_quietly(loc, [], staging)
+        raise
+    _remove_quietly(loc, [], staging)
+    if replace is not None:
+        _check_replaced(loc, moved, replace)
+    request = _commit.CommitRequest(
+        loc=loc, snapshot=snap, schema=plan.schema, partition_by=plan.partition_by,
+        new_columns=plan.new_columns, files=moved, mode=mode,
+        partition_filters=[(k, "in", sorted(v)) for k, v in sorted(replace.items())]
+        if replace else None,
+        app_txn=app_txn, write_id=write_id, commit_message=commit_message)
+    return _commit_or_clean(request)
+
+
+def _check_arguments(loc: TableLocation, mode: str, schema_mode: str,
+                     replace_partitions: Mapping[str, Sequence[Any]] | None,
+                     app_txn: AppTxn | None, partition_by: list[str] | None) -> None:
+    if mode not in ("append", "overwrite"):
+        raise LakeError(f"{loc}: mode must be 'append' or 'overwrite', got {mode!r}")
+    if schema_mode not in ("enforce", "merge"):
+        raise LakeError(f"{loc}: schema_mode must be 'enforce' or 'merge', got {schema_mode!r}")
+    if replace_partitions is not None:
+        if mode != "overwrite":
+            raise LakeError(f"{loc}: replace_partitions needs mode='overwrite'")
+        if not replace_partitions:
+            raise LakeError(f"{loc}: replace_partitions is empty; pass None to overwrite the "
+                            "whole table")
+    if app_txn is not None and not isinstance(app_txn, AppTxn):
+        raise LakeError(f"{loc}: app_txn must be an AppTxn, got {app_txn!r}")
+    if partition_by is not None and (isinstance(partition_by, str)
+                                     or not all(isinstance(p, str) for p in partition_by)):
+        raise LakeError(f"{loc}: partition_by must be a list of column names, got "
+                        f"{partition_by!r}")
+
+
+def _already_committed(snap: Snapshot, app_txn: AppTxn) -> bool:
+    done = snap.txn_version(app_txn.app_id)
+    return done is not None and done >= app_txn.version
+
+
+def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: str) -> None:
+    spark = df.sparkSession
+    if _has_timestamp(plan.schema) and spark.conf.get(_TIMESTAMP_CONF, None) != "TIMESTAMP_MICROS":
+        # Spark's default INT96 timestamps are deprecated in Parquet and read back differently
+        # by other Delta readers; Delta writers use INT64 microseconds.
+        spark.conf.set(_TIMESTAMP_CONF, "TIMESTAMP_MICROS")
+    data = df.select(*[_guarded(c, plan) for c in plan.columns])
+    writer = data.write.mode("errorifexists").option(
+        "mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+    if plan.partition_by:
+        writer = writer.partitionBy(*plan.partition_by)
+    writer.parquet(loc.spark_path(staging))
+
+
+def _guarded(name: str, plan: WritePlan) -> Column:
+    column = F.col("`" + name.replace("`", "``") + "`")
+    if name not in plan.not_null:
+        return column
+    # Checked in the tasks while writing; no pass over the data on the driver.
+    failure = F.raise_error(F.lit(f"column '{name}' is NOT NULL in the table but the data has "
+                                  "a null"))
+    return F.when(column.isNull(), failure).otherwise(column).alias(name)
+
+
+def _has_timestamp(data_type: T.DataType) -> bool:
+    if isinstance(data_type, T.StructType):
+        return any(_has_timestamp(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, T.ArrayType):
+        return _has_timestamp(data_type.elementType)
+    if isinstance(data_type, T.MapType):
+        return _has_timestamp(data_type.keyType) or _has_timestamp(data_type.valueType)
+    return isinstance(data_type, T.TimestampType)
+
+
+def _place_files(loc: TableLocation, staging: str, plan: WritePlan) -> list[_commit.StagedFile]:
+    """Stats from each staged file's footer, then the move to its final place. Empty files
+    (Spark writes one for an empty unpartitioned input) are left behind in staging."""
+    selector = pafs.FileSelector(loc.fs_path(staging), recursive=True, allow_not_found=True)
+    staged = [info for info in loc.fs.get_file_info(selector)
+              if info.type == pafs.FileType.File and info.base_name.endswith(".parquet")
+              and not info.base_name.startswith((".", "_"))]
+    if not staged:
+        return []
+    prefix = loc.fs_path(staging) + "/"
+
+    def place(info: pafs.FileInfo) -> _commit.StagedFile | None:
+        relative = info.path[len(prefix):]
+        parsed = parse_partition_dirs(posixpath.dirname(relative))
+        if parsed is None or [k for k, _ in parsed] != plan.partition_by:
+            raise LakeError(f"{loc}: unexpected file {info.path} in the staging area of this "
+                            "write")
+        with loc.fs.open_input_file(info.path) as handle:
+            metadata = pq.ParquetFile(handle).metadata
+        if metadata.num_rows == 0:
+            return None
+        rows, stats = footer_stats(metadata, plan.schema)
+        target = loc.fs_path(relative)
+        if loc.fs.get_file_info(target).type != pafs.FileType.NotFound:
+            raise LakeError(f"{loc}: {relative} already exists; refusing to overwrite it")
+        parent = posixpath.dirname(target)
+        if parent:
+            loc.fs.create_dir(parent, recursive=True)
+        loc.fs.move(info.path, target)
+        mtime = info.mtime if info.mtime is not None else dt.datetime.now(dt.UTC)
+        return _commit.StagedFile(
+            path=relative, size=int(info.size or 0),
+            modification_time=int(mtime.timestamp() * 1000),
+            partition_values=dict(parsed), num_records=rows, stats=stats)
+
+    with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(staged))) as pool:
+        futures = [pool.submit(place, info) for info in staged]
+        placed = [f.result() for f in futures if f.exception() is None]
+        failures = [f.exception() for f in futures if f.exception() is not None]
+    done = [f for f in placed if f is not None]
+    if failures:
+        _remove_quietly(loc, [f.path for f in done], None)
+        raise failures[0]  # type: ignore[misc]
+    return done
+
+
+def _check_replaced(loc: TableLocation, files: list[_commit.StagedFile],
+                    replace: dict[str, set[str]]) -> None:
+    for f in files:
+        for column, allowed in replace.items():
+            value = f.partition_values.get(column)
+            if value not in allowed:
+                _remove_quietly(loc, [g.path for g in files], None)
+                raise LakeError(
+                    f"{loc}: the data has rows with {column}={value!r}, outside "
+                    f"replace_partitions[{column!r}]={sorted(allowed)}; nothing was committed")
+
+
+def _commit_or_clean(request: _commit.CommitRequest) -> CommitInfo:
+    loc, files = request.loc, request.files
+    read_version = request.snapshot.version if request.snapshot is not None else None
+    rows = sum(f.num_records for f in files)
+    app_txn = request.app_txn
+    if app_txn is not None and request.snapshot is not None:
+        # The Spark job may have run for minutes; a concurrent replay may have won meanwhile.
+        fresh = open_snapshot(loc, missing_ok=True)
+        if fresh is not None and _already_committed(fresh, app_txn):
+            _remove_quietly(loc, [f.path for f in files], None)
+            return CommitInfo(version=None, skipped=True, files=0, rows=0)
+    try:
+        _commit.commit_files(request)
+    except Exception as exc:
+        try:
+            landed = _commit.find_commit(loc, request.write_id, read_version)
+        except LakeError:
+            raise LakeError(f"{loc}: commit failed ({exc}) and the log cannot tell whether it "
+                            "landed; its files stay for vacuum_orphans") from exc
+        if landed is None:
+            _remove_quietly(loc, [f.path for f in files], None)
+            if app_txn is not None and _already_committed_at(loc, app_txn):
+                return CommitInfo(version=None, skipped=True, files=0, rows=0)
+            raise LakeError(f"{loc}: commit failed, nothing was written: {exc}") from exc
+        return CommitInfo(version=landed, skipped=False, files=len(files), rows=rows)
+    version = _commit.find_commit(loc, request.write_id, read_version)
+    return CommitInfo(version=version, skipped=False, files=len(files), rows=rows)
+
+
+def _already_committed_at(loc: TableLocation, app_txn: AppTxn) -> bool:
+    snap = open_snapshot(loc, missing_ok=True)
+    return snap is not None and _already_committed(snap, app_txn)
+
+
+def _remove_quietly(loc: TableLocation, paths: list[str], staging: str | None) -> None:
+    """Best-effort cleanup of this write's own files; what stays is vacuum_orphans' job."""
+    for rel in paths:
+        try:
+            loc.fs.delete_file(loc.fs_path(rel))
+        except OSError as exc:
+            log.warning("%s: could not remove uncommitted file %s: %s", loc, rel, exc)
+    if staging is not None:
+        try:
+            loc.fs.delete_dir(loc.fs_path(staging))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("%s: could not remove staging directory %s: %s", loc, staging, exc)
