@@ -1,0 +1,52 @@
+"""Landing files -> the versioned Delta table (and its quarantine table), one batch per call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from joins.landing.reader import read_landing
+from joins.landing.spec import LandingSpec, require_spec
+from joins.operators.versioned_table.spark_batch import VersionedDeltaLayout
+from joins.operators.versioned_table.spark_incremental import (
+    DEFAULT_BLOCK_ROWS,
+    IngestReport,
+    ingest_changelog,
+    recorded_batch_report,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def table_layout(spec: LandingSpec, history_retention_ms: int) -> VersionedDeltaLayout:
+    """The versioned table's layout for changelogs read with `spec` (same key/value names)."""
+    return VersionedDeltaLayout.parse({"key_columns": list(spec.key_names),
+                                       "value_columns": list(spec.value_names),
+                                       "history_retention_ms": history_retention_ms})
+
+
+def ingest_landing(spark: SparkSession, files: str | Sequence[str], spec: LandingSpec | dict[str, Any],
+                   *, versions_path: str, quarantine_path: str, source_id: str, batch_id: int,
+                   history_retention_ms: int, block_rows: int = DEFAULT_BLOCK_ROWS) -> IngestReport:
+    """Read one batch of landing files and apply it to the versioned table.
+
+    rows in (non-blank data rows of the files) = stored + expired + quarantined. With
+    `on_bad_record: fail` a bad row raises LandingRecordError and nothing is written; with
+    `quarantine` bad rows go to the quarantine table in the batch's quarantine commit. A batch
+    already committed is not read again: its recorded report comes back with `skipped`."""
+    spec = require_spec(spec)
+    layout = table_layout(spec, history_retention_ms)
+    recorded = recorded_batch_report(spark, versions_path=versions_path,
+                                     quarantine_path=quarantine_path, source_id=source_id,
+                                     batch_id=batch_id)
+    if recorded is not None:
+        return recorded
+    batch = read_landing(spark, files, spec)
+    try:
+        bad = batch.bad_records if spec.on_bad_record == "quarantine" else None
+        return ingest_changelog(spark, batch.changelog, layout, versions_path=versions_path,
+                                quarantine_path=quarantine_path, source_id=source_id,
+                                batch_id=batch_id, bad_records=bad, block_rows=block_rows)
+    finally:
+        batch.close()

@@ -1,0 +1,113 @@
+"""The declared schema of landing files: which columns are the key, the value, the event time
+and the tombstone, with their types, and what to do with a bad record."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, StrictBool, StrictStr, model_validator
+
+from joins.errors import ConfigError
+from joins.operators.versioned_table.spark_batch import RESERVED_COLUMNS
+from joins.spec import Spec, parse_spec
+
+OPERATOR = "landing"
+
+ColumnType = Literal["string", "long", "int", "double", "boolean"]
+LandingFormat = Literal["jsonl", "csv", "parquet"]
+BadRecordPolicy = Literal["fail", "quarantine"]
+
+# Spark SQL type of each declared type.
+SPARK_TYPES: dict[str, str] = {
+    "string": "string", "long": "bigint", "int": "int", "double": "double", "boolean": "boolean",
+}
+
+# Plain identifiers only: names are used in JSON paths, SQL expressions and Delta columns.
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ColumnSpec(Spec):
+    """One declared column. `nullable` applies to value columns (keys are never null)."""
+
+    name: StrictStr
+    type: ColumnType
+    nullable: StrictBool = True
+
+
+class LandingSpec(Spec):
+    """How to read a changelog from landing files.
+
+    - `format`: `jsonl` (one JSON object per line), `csv` (a header line, then one record per
+      line; an empty field is null) or `parquet`;
+    - `key_columns`, `value_columns`: declared names and types; the table keeps the names;
+    - `ts_column`: the event time, an integer (ms); a fraction such as 1.5, an exponent such as
+      1e3 or a string such as "12:00" is a bad record, never rounded (JSON 1.0 is the integer 1);
+    - `tombstone_column`: a boolean column marking deletes; when absent, a record whose value
+      columns are all null is a tombstone (the null-value convention of Kafka);
+    - `on_bad_record`: `fail` refuses the whole batch with an error naming the file, the row and
+      the field; `quarantine` stores the bad rows in the quarantine table with the reason.
+    """
+
+    format: LandingFormat
+    key_columns: tuple[ColumnSpec, ...] = Field(min_length=1)
+    value_columns: tuple[ColumnSpec, ...] = ()
+    ts_column: StrictStr
+    tombstone_column: StrictStr | None = None
+    on_bad_record: BadRecordPolicy = "fail"
+    csv_delimiter: StrictStr = Field(default=",", min_length=1, max_length=1)
+
+    @model_validator(mode="after")
+    def _columns_are_consistent(self) -> LandingSpec:
+        seen: set[str] = set()
+        named = [("key_columns", c.name) for c in self.key_columns]
+        named += [("value_columns", c.name) for c in self.value_columns]
+        named.append(("ts_column", self.ts_column))
+        if self.tombstone_column is not None:
+            named.append(("tombstone_column", self.tombstone_column))
+        for setting, name in named:
+            if not _NAME.match(name):
+                raise ValueError(f"{setting}: {name!r} is not a plain column name "
+                                 f"(letters, digits and _, not starting with a digit)")
+            if name in seen:
+                raise ValueError(f"{setting}: column {name!r} is declared twice")
+            seen.add(name)
+        for setting, name in named[:len(self.key_columns) + len(self.value_columns)]:
+            if name in RESERVED_COLUMNS:
+                raise ValueError(f"{setting}: column name {name!r} is reserved by the versioned "
+                                 f"table ({', '.join(sorted(RESERVED_COLUMNS))})")
+        if self.tombstone_column is None and not self.value_columns:
+            raise ValueError("tombstone_column: required when there are no value_columns (the "
+                             "null-value convention would make every record a tombstone)")
+        return self
+
+    @classmethod
+    def parse(cls, config: Any) -> LandingSpec:
+        """Validate a config dict; a bad one raises ConfigError naming the key."""
+        return parse_spec(cls, config, operator=OPERATOR)
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.key_columns)
+
+    @property
+    def value_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.value_columns)
+
+    def checked_columns(self) -> list[tuple[str, str]]:
+        """(name, declared type) of every column read from a file, in the order problems are
+        reported: keys, event time, tombstone flag, values."""
+        cols = [(c.name, c.type) for c in self.key_columns]
+        cols.append((self.ts_column, "long"))
+        if self.tombstone_column is not None:
+            cols.append((self.tombstone_column, "boolean"))
+        cols += [(c.name, c.type) for c in self.value_columns]
+        return cols
+
+
+def require_spec(spec: Any) -> LandingSpec:
+    if isinstance(spec, LandingSpec):
+        return spec
+    if isinstance(spec, dict):
+        return LandingSpec.parse(spec)
+    raise ConfigError(f"{OPERATOR}: spec must be a LandingSpec or a dict, got {type(spec).__name__}")

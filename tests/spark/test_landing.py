@@ -1,0 +1,290 @@
+"""Landing files (issue 3 §6): declared schema, per-row validation, file/row/field in every
+complaint, arrival order = file name order then row order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from joins.errors import ConfigError, InputRecordError
+from joins.lake import delta_version, read_delta
+from joins.landing import LandingRecordError, LandingSpec, ingest_landing, read_landing
+
+pytestmark = pytest.mark.spark
+
+
+def spec(fmt: str, **over: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "format": fmt,
+        "key_columns": [{"name": "k", "type": "string"}],
+        "value_columns": [{"name": "v", "type": "long"}, {"name": "w", "type": "string"}],
+        "ts_column": "ts",
+        "on_bad_record": "fail",
+    }
+    return {**base, **over}
+
+
+def jsonl(path: Path, *lines: Any) -> str:
+    path.write_text("".join((ln if isinstance(ln, str) else json.dumps(ln)) + "\n" for ln in lines))
+    return str(path)
+
+
+def csv_file(path: Path, *lines: str) -> str:
+    path.write_text("".join(ln + "\n" for ln in lines))
+    return str(path)
+
+
+def parquet(path: Path, frame: pd.DataFrame) -> str:
+    frame.to_parquet(path, index=False)
+    return str(path)
+
+
+GOOD = {"k": "a", "ts": 1, "v": 1, "w": "x"}
+
+# (name, format, file content after one good row, bad row number, field, message fragment)
+JSON_CASES = [
+    ("missing_column", {"k": "b", "v": 2, "w": "y"}, "ts", "missing"),
+    ("null_key", {"k": None, "ts": 2, "v": 2, "w": "y"}, "k", "must not be null"),
+    ("null_ts", {"k": "b", "ts": None, "v": 2, "w": "y"}, "ts", "must not be null"),
+    ("ts_clock_string", {"k": "b", "ts": "12:00", "v": 2, "w": "y"}, "ts", "expected an integer"),
+    ("ts_fraction", '{"k": "b", "ts": 1.5, "v": 2, "w": "y"}', "ts", "expected an integer"),
+    ("wrong_value_type", {"k": "b", "ts": 2, "v": "two", "w": "y"}, "v", "expected an integer"),
+    ("string_as_number", {"k": "b", "ts": 2, "v": 2, "w": 5}, "w", "expected a string"),
+    ("key_as_object", {"k": {"a": 1}, "ts": 2, "v": 2, "w": "y"}, "k", "expected a string"),
+    ("malformed_line", '{"k": "b", "ts": ', "<record>", "malformed JSON"),
+    ("not_an_object", "[1, 2]", "<record>", "not a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("bad", "field", "fragment"), [c[1:] for c in JSON_CASES],
+                         ids=[c[0] for c in JSON_CASES])
+def test_jsonl_bad_record_fails_naming_file_row_field(spark: Any, tmp_path: Path, bad: Any,
+                                                     field: str, fragment: str) -> None:
+    path = jsonl(tmp_path / "batch.jsonl", GOOD, "", bad, GOOD)
+    with pytest.raises(LandingRecordError) as info:
+        read_landing(spark, path, spec("jsonl"))
+    err = info.value
+    assert (err.file, err.row, err.field) == (path, 3, field)  # the blank line 2 still counts
+    assert isinstance(err, InputRecordError)
+    assert f"{path}, row 3, field '{field}'" in str(err) and fragment in str(err)
+
+
+def test_jsonl_quarantine_mode_reconciles_and_keeps_good_rows(spark: Any, tmp_path: Path) -> None:
+    lines = [GOOD] + [c[1] for c in JSON_CASES] + [{**GOOD, "k": "z", "ts": 9}]
+    path = jsonl(tmp_path / "batch.jsonl", *lines)
+    batch = read_landing(spark, path, spec("jsonl", on_bad_record="quarantine"))
+    try:
+        good = sorted((r["k"], r["source_row"], r["arrival"]) for r in batch.changelog.collect())
+        bad = sorted((r["source_row"], r["field"], r["source_file"]) for r in batch.bad_records.collect())
+    finally:
+        batch.close()
+    assert good == [("a", 1, 0), ("z", len(lines), len(lines) - 1)]
+    assert bad == [(i + 2, c[2], path) for i, c in enumerate(JSON_CASES)]
+    assert len(good) + len(bad) == len(lines)
+
+
+def test_json_one_point_zero_is_an_integer_but_big_and_fractional_are_not(spark: Any,
+                                                                        tmp_path: Path) -> None:
+    s = spec("jsonl", value_columns=[{"name": "n", "type": "int"}], on_bad_record="quarantine")
+    path = jsonl(tmp_path / "b.jsonl", '{"k": "a", "ts": 1.0, "n": 1}',
+                 '{"k": "b", "ts": 2, "n": 3000000000}', '{"k": "c", "ts": 1e3, "n": 1}')
+    batch = read_landing(spark, path, s)
+    try:
+        assert [(r["k"], r["ts"]) for r in batch.changelog.collect()] == [("a", 1)]
+        assert sorted((r["source_row"], r["field"]) for r in batch.bad_records.collect()) == [
+            (2, "n"), (3, "ts")]
+    finally:
+        batch.close()
+
+
+CSV_CASES = [
+    ("null_key", ",2,2,y", "k", "must not be null"),
+    ("ts_clock_string", "b,12:00,2,y", "ts", "expected an integer"),
+    ("ts_fraction", "b,1.5,2,y", "ts", "expected an integer"),
+    ("null_ts", "b,,2,y", "ts", "must not be null"),
+    ("wrong_value_type", "b,2,two,y", "v", "expected an integer"),
+    ("too_few_fields", "b,2", "<record>", "header's 4 field(s)"),
+    ("too_many_fields", "b,2,2,y,extra", "<record>", "header's 4 field(s)"),
+]
+
+
+@pytest.mark.parametrize(("bad", "field", "fragment"), [c[1:] for c in CSV_CASES],
+                         ids=[c[0] for c in CSV_CASES])
+def test_csv_bad_record_fails_naming_file_row_field(spark: Any, tmp_path: Path, bad: str,
+                                                   field: str, fragment: str) -> None:
+    # Row numbers are line numbers: the header is line 1.
+    path = csv_file(tmp_path / "batch.csv", "k,ts,v,w", "a,1,1,x", bad)
+    with pytest.raises(LandingRecordError) as info:
+        read_landing(spark, path, spec("csv"))
+    assert (info.value.file, info.value.row, info.value.field) == (path, 3, field)
+    assert fragment in str(info.value)
+
+
+def test_csv_missing_column_names_first_data_row(spark: Any, tmp_path: Path) -> None:
+    path = csv_file(tmp_path / "batch.csv", "k,v,w", "a,1,x")
+    with pytest.raises(LandingRecordError, match=r"row 2, field 'ts': missing") as info:
+        read_landing(spark, path, spec("csv"))
+    assert info.value.file == path
+
+
+def test_csv_quoted_delimiter_and_header_order_per_file(spark: Any, tmp_path: Path) -> None:
+    a = csv_file(tmp_path / "a.csv", "k,ts,v,w", '"x,y",1,1,"q"')
+    b = csv_file(tmp_path / "b.csv", "w,v,ts,k", "r,2,2,z")
+    batch = read_landing(spark, [b, a], spec("csv"))
+    try:
+        rows = [(r["k"], r["ts"], r["v"], r["w"], r["source_file"], r["arrival"])
+                for r in batch.changelog.orderBy("arrival").collect()]
+    finally:
+        batch.close()
+    # Arrival: a.csv before b.csv (sorted by name), header lines counted in the index space.
+    assert [r[:5] for r in rows] == [("x,y", 1, 1, "q", a), ("z", 2, 2, "r", b)]
+    assert rows[0][5] < rows[1][5]
+
+
+def test_parquet_bad_inputs(spark: Any, tmp_path: Path) -> None:
+    s = spec("parquet", on_bad_record="quarantine")
+    good = parquet(tmp_path / "1.parquet", pd.DataFrame(
+        {"k": ["a", None], "ts": [1, 2], "v": [1, 2], "w": ["x", "y"]}))
+    wrong = parquet(tmp_path / "2.parquet", pd.DataFrame(
+        {"k": ["b"], "ts": [1.5], "v": [1], "w": ["x"]}))
+    missing = parquet(tmp_path / "3.parquet", pd.DataFrame({"k": ["c"], "ts": [3], "v": [1]}))
+    batch = read_landing(spark, str(tmp_path), s)
+    try:
+        assert [(r["k"], r["source_file"], r["source_row"]) for r in batch.changelog.collect()] == [
+            ("a", good, 1)]
+        bad = sorted((r["source_file"], r["source_row"], r["field"], r["arrival"])
+                     for r in batch.bad_records.collect())
+    finally:
+        batch.close()
+    assert bad == [(good, 2, "k", 1), (wrong, 1, "ts", 2), (missing, 1, "w", 3)]
+    with pytest.raises(LandingRecordError, match=r"1\.parquet, row 2, field 'k'"):
+        read_landing(spark, str(tmp_path), spec("parquet"))
+
+
+def test_parquet_widening_is_accepted(spark: Any, tmp_path: Path) -> None:
+    path = parquet(tmp_path / "p.parquet", pd.DataFrame(
+        {"k": ["a"], "ts": pd.Series([5], dtype="int32"), "v": pd.Series([7], dtype="int16"),
+         "w": ["x"]}))
+    batch = read_landing(spark, path, spec("parquet"))
+    try:
+        assert [(r["ts"], r["v"]) for r in batch.changelog.collect()] == [(5, 7)]
+    finally:
+        batch.close()
+
+
+def test_tombstones_by_flag_and_by_null_values(spark: Any, tmp_path: Path) -> None:
+    by_null = jsonl(tmp_path / "n.jsonl", {"k": "a", "ts": 1, "v": None, "w": None},
+                    {"k": "b", "ts": 1, "v": None, "w": "kept"})
+    batch = read_landing(spark, by_null, spec("jsonl"))
+    try:
+        assert sorted((r["k"], r["tombstone"], r["w"]) for r in batch.changelog.collect()) == [
+            ("a", True, None), ("b", False, "kept")]
+    finally:
+        batch.close()
+    flagged = jsonl(tmp_path / "f.jsonl", {"k": "a", "ts": 1, "v": 3, "w": "x", "del": True},
+                    {"k": "b", "ts": 1, "v": None, "w": None, "del": False},
+                    {"k": "c", "ts": 1, "v": 1, "w": "x", "del": None})
+    s = spec("jsonl", tombstone_column="del", on_bad_record="quarantine")
+    batch = read_landing(spark, flagged, s)
+    try:
+        # A tombstone carries no value; all-null values without the flag is a value.
+        assert sorted((r["k"], r["tombstone"], r["v"]) for r in batch.changelog.collect()) == [
+            ("a", True, None), ("b", False, None)]
+        assert [(r["source_row"], r["field"]) for r in batch.bad_records.collect()] == [(3, "del")]
+    finally:
+        batch.close()
+
+
+def test_not_nullable_value_column(spark: Any, tmp_path: Path) -> None:
+    s = spec("jsonl", value_columns=[{"name": "v", "type": "long", "nullable": False},
+                                     {"name": "w", "type": "string"}])
+    path = jsonl(tmp_path / "a.jsonl", {"k": "a", "ts": 1, "v": None, "w": None},
+                 {"k": "b", "ts": 1, "v": None, "w": "x"})
+    with pytest.raises(LandingRecordError, match=r"row 2, field 'v': must not be null"):
+        read_landing(spark, path, s)
+
+
+def test_row_numbers_exact_across_many_file_splits(spark: Any, tmp_path: Path) -> None:
+    """Small splits force several blocks per file: numbering must stitch them in order."""
+    n = 300
+    first = jsonl(tmp_path / "a.jsonl", *({"k": f"a{i}", "ts": i, "v": i, "w": "x"} for i in range(n)))
+    second = jsonl(tmp_path / "b.jsonl", *({"k": f"b{i}", "ts": i, "v": i, "w": "x"} for i in range(n)))
+    old = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "2048")
+    try:
+        batch = read_landing(spark, [second, first], spec("jsonl"))
+        try:
+            rows = batch.changelog.select("k", "source_file", "source_row", "arrival").collect()
+        finally:
+            batch.close()
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", old)
+    got = sorted((r["arrival"], r["source_file"], r["source_row"], r["k"]) for r in rows)
+    want = [(i, first, i + 1, f"a{i}") for i in range(n)]
+    want += [(n + i, second, i + 1, f"b{i}") for i in range(n)]
+    assert got == want
+
+
+@pytest.mark.parametrize(("config", "key"), [
+    ({"key_columns": [{"name": "ts", "type": "string"}]}, "key_columns"),
+    ({"value_columns": [{"name": "k", "type": "long"}]}, "declared twice"),
+    ({"value_columns": [{"name": "v", "type": "date"}]}, "value_columns.0.type"),
+    ({"value_columns": [], "tombstone_column": None}, "tombstone_column"),
+    ({"on_bad_record": "drop"}, "on_bad_record"),
+    ({"format": "xml"}, "format"),
+    ({"ts_column": "my ts"}, "plain column name"),
+    ({"surprise": 1}, "config.surprise: unknown key"),
+])
+def test_bad_spec_names_the_key(config: dict[str, Any], key: str) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        LandingSpec.parse(spec("jsonl", **config))
+
+
+def test_missing_landing_file_is_a_config_error(spark: Any, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_landing(spark, [str(tmp_path / "nope.jsonl")], spec("jsonl"))
+
+
+# ---- landing files into the versioned Delta table -------------------------------------------
+
+
+def test_ingest_landing_reconciles_good_bad_and_expired_rows(spark: Any, tmp_path: Path) -> None:
+    landing = tmp_path / "landing" / "batch-0"
+    landing.mkdir(parents=True)
+    # b.jsonl arrives after a.jsonl (name order), so its ts 90 is behind stream time 100.
+    b = jsonl(landing / "b.jsonl", {"k": "x", "ts": 90, "v": 1, "w": "late"},
+              {"k": "y", "ts": "12:00", "v": 1, "w": "bad"}, {"k": "y", "ts": 96, "v": 2, "w": "ok"})
+    a = jsonl(landing / "a.jsonl", {"k": "x", "ts": 100, "v": 3, "w": "ok"},
+              {"k": None, "ts": 101, "v": 4, "w": "bad"})
+    tables = {"versions_path": str(tmp_path / "versions"),
+              "quarantine_path": str(tmp_path / "quarantine")}
+    s = spec("jsonl", on_bad_record="quarantine")
+    report = ingest_landing(spark, [b, a], s, source_id="landing", batch_id=0,
+                            history_retention_ms=5, **tables)
+    assert (report.rows_in, report.stored, report.expired, report.quarantined) == (5, 2, 1, 2)
+    assert report.rows_in == report.stored + report.expired + report.quarantined
+    assert (report.stream_time_before, report.stream_time_after) == (None, 100)
+    quarantine = sorted((r["kind"], r["source_file"], r["source_row"], r["field"], r["stream_time"])
+                        for r in read_delta(spark, tables["quarantine_path"]).collect())
+    assert quarantine == [("bad_record", a, 2, "k", None), ("bad_record", b, 2, "ts", None),
+                          ("expired", b, 1, "ts", 100)]
+    stored = sorted((r["k"], r["ts"]) for r in read_delta(spark, tables["versions_path"]).collect())
+    assert stored == [("x", 100), ("y", 96)]
+
+    versions_at = delta_version(tables["versions_path"])
+    again = ingest_landing(spark, [b, a], s, source_id="landing", batch_id=0,
+                           history_retention_ms=5, **tables)
+    assert again.skipped and (again.stored, again.expired, again.quarantined) == (2, 1, 2)
+    assert delta_version(tables["versions_path"]) == versions_at
+
+    # Fail mode refuses the next batch whole: nothing is written.
+    nxt = jsonl(tmp_path / "c.jsonl", {"k": "z", "ts": 120, "v": 1, "w": "ok"},
+                {"k": "z", "ts": 1.5, "v": 1, "w": "bad"})
+    with pytest.raises(LandingRecordError, match=r"c\.jsonl, row 2, field 'ts'"):
+        ingest_landing(spark, nxt, spec("jsonl"), source_id="landing", batch_id=1,
+                       history_retention_ms=5, **tables)
+    assert delta_version(tables["versions_path"]) == versions_at
