@@ -80,8 +80,14 @@ def _column_stats(metadata: pq.FileMetaData, index: int) -> tuple[Any, Any, int 
         if nulls is not None:
             nulls = nulls + stats.null_count if stats.has_null_count else None
         if stats.has_min_max and has_bounds:
-            lo = stats.min if lo is None else min(lo, stats.min)
-            hi = stats.max if hi is None else max(hi, stats.max)
+            try:
+                group_lo, group_hi = stats.min, stats.max
+            except UnicodeDecodeError:
+                # A writer may truncate a string bound mid-character; no bound is always safe.
+                has_bounds = False
+                continue
+            lo = group_lo if lo is None else min(lo, group_lo)
+            hi = group_hi if hi is None else max(hi, group_hi)
         elif stats.null_count != group.num_rows:
             # A group with values but no bounds: any bound we give could exclude its rows.
             has_bounds = False
@@ -97,7 +103,10 @@ def _bound(data_type: T.DataType, value: Any, *, upper: bool) -> Any:
         return int(value)
     if isinstance(data_type, T.StringType):
         if isinstance(value, bytes):
-            value = value.decode("utf-8", errors="strict")
+            try:
+                value = value.decode("utf-8", errors="strict")
+            except UnicodeDecodeError:
+                return None  # statistics are optional: omit a bound we cannot state exactly
         if len(value) <= STRING_PREFIX_LENGTH:
             return value
         return None if upper else value[:STRING_PREFIX_LENGTH]

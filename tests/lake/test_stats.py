@@ -106,3 +106,12 @@ def test_nested_columns_are_skipped() -> None:
     stats = json.loads(footer_stats(pq.ParquetFile(io.BytesIO(sink.getvalue())).metadata, schema)[1])
     assert stats["minValues"] == {"n": 5} and stats["maxValues"] == {"n": 6}
     assert stats["nullCount"] == {"n": 0}
+
+
+def test_a_string_bound_that_is_not_utf8_is_omitted_not_an_error() -> None:
+    from pyspark.sql import types as T
+
+    from joins.lake.stats import _bound
+
+    assert _bound(T.StringType(), b"\xff\xfe", upper=True) is None
+    assert _bound(T.StringType(), b"abc", upper=False) == "abc"
