@@ -1,0 +1,131 @@
+"""The table side of the incremental stream-table join: lookups that touch only what a batch needs.
+
+A micro-batch looks up a few thousand keys; the table may hold years of history. Every lookup
+here therefore starts from the batch's lookups, never from the table:
+
+- the lookups' distinct table keys, each with its smallest lookup ts, are broadcast; the table
+  scan is filtered by them in the scan tasks (a broadcast hash join: no shuffle of history);
+- per key, versions at or below the smallest lookup ts matter only through the last of them
+  (it is valid at that ts and carries into the lookup range), so those collapse to one row per
+  key by an aggregate (partial aggregation first: a hot key never lands on one task); only the
+  versions above it survive as they are;
+- the as-of join itself is `spark_batch.asof_join` (skew-proof bucketed validity intervals) on
+  that small table.
+
+Versioned tables (seed 000) are the versions log of `joins.operators.versioned_table`: one row
+per stored put, the last sequence (`batch_id`, `arrival`) of a (key, ts) wins. Unversioned
+tables are looked up by latest arrival (offset semantics); their keyed state is an append-only
+log (one row per key per batch) read as "largest arrival per key".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from joins.operators.stream_table_join.columns import (
+    TABLE_KEY,
+    TABLE_PREFIX,
+    VALID_FROM,
+    JoinColumns,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+# The versioned table's sequence columns (joins.operators.versioned_table layout).
+SEQ_BATCH = "batch_id"
+SEQ_ARRIVAL = "arrival"
+_LOW = "_low_ts"
+# Above this many rows the narrowed table is joined through a shuffle instead of broadcast.
+BROADCAST_MAX_ROWS = 2_000_000
+_WIN = "_win"
+
+
+def table_value_name(col: str) -> str:
+    return f"{TABLE_PREFIX}{col}"
+
+
+def _null_lookup(lookups: DataFrame, value_types: dict[str, str]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return lookups.select(
+        "*", *(F.lit(None).cast(t).alias(table_value_name(c)) for c, t in value_types.items()),
+        F.lit(None).cast("long").alias(VALID_FROM))
+
+
+def versioned_lookup(lookups: DataFrame, versions: DataFrame | None, *, cols: JoinColumns,
+                     value_cols: tuple[str, ...], value_types: dict[str, str],
+                     history_retention_ms: int | None, table_stream_time: int | None,
+                     strategy: Literal["auto", "broadcast", "shuffle"] = "auto") -> DataFrame:
+    """Every lookup row (columns incl. TABLE_KEY and `cols.ts`) with the table's values as of
+    its ts under get(key, ts)'s rules (left join: nulls where get answers null), the values
+    renamed `table_<col>`, plus VALID_FROM (the answering version's ts; null = no answer).
+
+    `lookups` should be materialized (a checkpoint): the as-of join reads it more than once."""
+    from pyspark.sql import functions as F
+
+    from joins.operators.stream_table_join.spark_batch import asof_join
+
+    if versions is None:
+        return _null_lookup(lookups, value_types)
+    key, ts, tomb = cols.table_key, cols.table_ts, cols.tombstone
+    lows = (lookups.where(F.col(TABLE_KEY).isNotNull()).groupBy(TABLE_KEY)
+            .agg(F.min(cols.ts).alias(_LOW)))
+    payload = [tomb, *value_cols]
+    needed = versions.select(key, ts, SEQ_BATCH, SEQ_ARRIVAL, *payload)
+    candidates = needed.join(F.broadcast(lows), needed[key] == lows[TABLE_KEY]).drop(TABLE_KEY)
+    order = F.struct(F.col(ts), F.col(SEQ_BATCH), F.col(SEQ_ARRIVAL))
+    # One aggregate does both jobs: every version at or below the key's smallest lookup ts
+    # falls into the group (key, low) and only the last of them (the one valid at `low`)
+    # survives; each version above it is its own group (key, ts), where the later sequence of
+    # a put repeated at the same ts wins. One scan of the history, one shuffle of candidates.
+    group = F.greatest(F.col(ts), F.col(_LOW)).alias("_group_ts")
+    winners = (candidates.groupBy(key, group)
+               .agg(F.max_by(F.struct(F.col(ts), *(F.col(c) for c in payload)), order).alias(_WIN))
+               .select(key, F.col(f"{_WIN}.{ts}").alias(ts),
+                       *(F.col(f"{_WIN}.{c}").alias(c) for c in payload)))
+    # Materialized once, outside any cache: the as-of join reads the table several times (a
+    # re-read would scan the history again), and a checkpoint, unlike a cached frame, cannot
+    # be dropped from under it by the temporary views the join plans with.
+    table = winners.select(
+        key, ts, tomb, *(F.col(c).alias(table_value_name(c)) for c in value_cols)).localCheckpoint()
+    if strategy == "auto":
+        # The narrowed table is about one row per looked-up key: shipped to every task, the
+        # lookups are never shuffled. Spark's size estimate of a checkpoint cannot tell.
+        strategy = "broadcast" if table.count() <= BROADCAST_MAX_ROWS else "shuffle"
+    return asof_join(lookups, table, stream_key=TABLE_KEY, stream_ts=cols.ts, table_key=key,
+                     table_ts=ts, how="left",
+                     table_value_cols=[table_value_name(c) for c in value_cols],
+                     history_retention_ms=history_retention_ms, table_stream_time=table_stream_time,
+                     tombstone_col=tomb, valid_from_col=VALID_FROM, strategy=strategy)
+
+
+def latest_per_key(rows: DataFrame, *, cols: JoinColumns, value_cols: tuple[str, ...]) -> DataFrame:
+    """One row per key: the last arrival (unversioned table semantics), tombstones included."""
+    from pyspark.sql import functions as F
+
+    body = F.struct(F.col(cols.table_ts), F.col(cols.tombstone), F.col(cols.table_arrival),
+                    *(F.col(c) for c in value_cols))
+    return (rows.where(F.col(cols.table_key).isNotNull()).groupBy(cols.table_key)
+            .agg(F.max_by(body, F.col(cols.table_arrival)).alias(_WIN))
+            .select(cols.table_key, *(F.col(f"{_WIN}.{c}").alias(c) for c in
+                                      (cols.table_ts, cols.tombstone, cols.table_arrival, *value_cols))))
+
+
+def unversioned_lookup(lookups: DataFrame, state: DataFrame | None, *, cols: JoinColumns,
+                       value_cols: tuple[str, ...], value_types: dict[str, str]) -> DataFrame:
+    """get(key) by latest arrival for every lookup row; `state` is the keyed state log (plus the
+    batch's own changes), any number of rows per key. Same output shape as versioned_lookup."""
+    from pyspark.sql import functions as F
+
+    if state is None:
+        return _null_lookup(lookups, value_types)
+    keys = lookups.where(F.col(TABLE_KEY).isNotNull()).select(TABLE_KEY).distinct()
+    candidates = state.join(F.broadcast(keys), state[cols.table_key] == keys[TABLE_KEY]).drop(TABLE_KEY)
+    current = (latest_per_key(candidates, cols=cols, value_cols=value_cols)
+               .where(~F.col(cols.tombstone))
+               .select(F.col(cols.table_key).alias("_state_key"),
+                       *(F.col(c).alias(table_value_name(c)) for c in value_cols),
+                       F.col(cols.table_ts).alias(VALID_FROM)))
+    joined = lookups.join(current, lookups[TABLE_KEY] == current["_state_key"], "left")
+    return joined.drop("_state_key")

@@ -1,0 +1,104 @@
+"""Ingestion, one micro-batch and a one-day backfill through the Dagster definitions, on tiny data:
+the metadata a user needs is there, and the checks pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from assets.factory import build_join_assets
+from assets.layout import JoinLayout
+from pipelines.checks import AGREEMENT, NO_DUPLICATES, QUARANTINE, build_join_checks
+from pipelines.definitions import DEMO_SPEC, build_definitions
+from pipelines.sample_data import HOUR_MS, SampleConfig, generate, write_wave
+from resources import LakeResource, SparkResource
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+# Waves of 16 h: a micro-batch moves table stream time well within the history retention (24 h)
+# of the records it releases from the grace buffer. No late records: nothing for a backfill to fix.
+TINY = SampleConfig(days=2, waves=3, orders_per_day=12, rate_interval_ms=4 * HOUR_MS, late_orders=0,
+                    late_rates=0)
+QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
+def _values(metadata: dict[str, Any]) -> dict[str, Any]:
+    return {k: getattr(v, "value", getattr(v, "text", v)) for k, v in metadata.items()}
+
+
+def _materializations(result: dg.ExecuteInProcessResult) -> list[tuple[str | None, dict[str, Any]]]:
+    return [(ev.event_specific_data.materialization.partition,
+             _values(ev.event_specific_data.materialization.metadata))
+            for ev in result.all_events if ev.event_type_value == "ASSET_MATERIALIZATION"]
+
+
+def _checks(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
+    return {ev.event_specific_data.check_name: ev.event_specific_data.passed
+            for ev in result.all_events if ev.event_type_value == "ASSET_CHECK_EVALUATION"}
+
+
+def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    resources = {"spark": SparkResource(shuffle_partitions=2), "lake": LakeResource(root=str(root))}
+    ja = build_join_assets(DEMO_SPEC)
+    checks = build_join_checks(ja)
+    layout = JoinLayout.of(resources["lake"], ja.spec)
+    defs = build_definitions([DEMO_SPEC], lake_root=str(root), spark=resources["spark"])
+    microbatch = defs.resolve_job_def(ja.microbatch_job_name)
+    waves = generate(TINY)
+    n_orders = sum(len(w.orders) for w in waves)
+
+    with dg.instance_for_test() as instance:
+        batches = []
+        for wave in waves:
+            write_wave(wave, orders_dir=Path(layout.landing(ja.spec.stream)),
+                       rates_dir=Path(layout.landing(ja.spec.table)))
+            ingest = dg.materialize([ja.table, ja.stream], resources=resources, instance=instance,
+                                    run_config=QUIET)
+            by_asset = {ev.asset_key.path[0]: _values(ev.materialization.metadata)
+                        for ev in ingest.get_asset_materialization_events()}
+            assert set(by_asset) == {"rates", "orders"}
+            for name, md in by_asset.items():
+                assert {"delta_version", "rows_in", "stored", "expired", "quarantined", "stream_time",
+                        "table_path", "batch_id"} <= set(md)
+                assert md["rows_in"] == md["stored"] + md["expired"] + md["quarantined"]
+                assert md["table_path"] == str(root / "tables" / name)
+                assert md["batch_id"] == wave.index
+            assert by_asset["orders"]["stored"] == len(wave.orders)
+
+            mats = _materializations(microbatch.execute_in_process(instance=instance, run_config=QUIET))
+            assert mats, "the micro-batch reports the event days it wrote to"
+            md = mats[0][1]
+            assert {"delta_version", "rows_in", "rows_out", "quarantined", "still_buffered",
+                    "stream_time", "event_days_touched", "lateness", "table_path",
+                    "late_joined"} <= set(md)
+            assert md["event_days_touched"] == ", ".join(sorted(p for p, _ in mats))
+            assert md["rows_in_stream"] == len(wave.orders)
+            assert md["table_path"] == str(root / "joins" / "orders_with_rates" / "output")
+            assert "p95" in md["lateness"]
+            batches.append(md)
+        # The last wave carries one bad rate row and one expired rate.
+        assert by_asset["rates"]["quarantined"] == 1 and by_asset["rates"]["expired"] == 1
+        # A left join emits every stream record once it left the grace buffer.
+        assert sum(b["rows_out"] for b in batches) + batches[-1]["still_buffered"] == n_orders
+
+        # Nothing new: the run does not materialize (the files were taken).
+        again = dg.materialize([ja.table], resources=resources, instance=instance, run_config=QUIET)
+        assert again.get_asset_materialization_events() == []
+
+        backfill = dg.materialize([ja.join, *checks], resources=resources, instance=instance,
+                                  partition_key="2024-03-01", run_config=QUIET)
+        [(partition, bmd)] = _materializations(backfill)
+        assert partition == "2024-03-01"
+        assert {"delta_version", "rows_out", "rows_added", "rows_removed", "rows_changed", "difference",
+                "event_days_touched", "table_path"} <= set(bmd)
+        # Grace covers the disorder and no table update came late: nothing to correct.
+        assert bmd["agrees_with_microbatches"], bmd["difference"]
+        assert bmd["rows_out"] > 0
+        assert _checks(backfill) == {AGREEMENT: True, NO_DUPLICATES: True, QUARANTINE: True}
+
+        latest = instance.get_latest_materialization_event(ja.join_key)
+        assert latest is not None and latest.asset_materialization.metadata["mode"].value == "backfill"

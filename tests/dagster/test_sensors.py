@@ -1,0 +1,106 @@
+"""Sensors with build_sensor_context: new files -> one run with a stable run key, nothing new ->
+a skip reason saying why, and a cursor that advances."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.test_utils import create_run_for_test
+
+from pipelines.definitions import DEMO_SPEC, build_definitions
+from resources import LakeResource
+
+
+@pytest.fixture
+def lake_root(tmp_path: Path) -> Path:
+    return tmp_path / "lake"
+
+
+@pytest.fixture
+def defs(lake_root: Path) -> dg.Definitions:
+    return build_definitions([DEMO_SPEC], lake_root=str(lake_root))
+
+
+def _tick(defs: dg.Definitions, name: str, instance: dg.DagsterInstance, cursor: str | None,
+          lake_root: Path):
+    sensor = defs.resolve_sensor_def(name)
+    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, sensor_name=name,
+                                  resources={"lake": LakeResource(root=str(lake_root))})
+    return sensor.evaluate_tick(ctx)
+
+
+def _land(folder: Path, name: str, text: str = "{}\n") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+
+
+def test_landing_sensor_requests_new_files_once(defs, instance, lake_root: Path) -> None:
+    folder = lake_root / "landing" / "orders"
+    empty = _tick(defs, "orders_landing_sensor", instance, None, lake_root)
+    assert not empty.run_requests
+    assert empty.skip_message == f"no new files in {folder}"
+
+    _land(folder, "0001-orders.jsonl")
+    _land(folder, "0000-orders.jsonl")
+    _land(folder, ".0002-orders.jsonl.tmp")  # still being written: not landed
+    first = _tick(defs, "orders_landing_sensor", instance, None, lake_root)
+    [rr] = first.run_requests
+    files = ["0000-orders.jsonl", "0001-orders.jsonl"]
+    assert rr.run_config == {"ops": {"orders": {"config": {"files": files}}}}
+    assert json.loads(first.cursor) == {"files": files}
+    # The same landing state evaluated again from the same cursor asks for the same run key.
+    again = _tick(defs, "orders_landing_sensor", instance, None, lake_root)
+    assert again.run_requests[0].run_key == rr.run_key
+
+    quiet = _tick(defs, "orders_landing_sensor", instance, first.cursor, lake_root)
+    assert not quiet.run_requests and quiet.skip_message == f"no new files in {folder}"
+
+    _land(folder, "0002-orders.jsonl")
+    second = _tick(defs, "orders_landing_sensor", instance, first.cursor, lake_root)
+    [rr2] = second.run_requests
+    assert rr2.run_config["ops"]["orders"]["config"]["files"] == ["0002-orders.jsonl"]
+    assert rr2.run_key != rr.run_key
+    assert json.loads(second.cursor)["files"] == [*files, "0002-orders.jsonl"]
+
+
+def test_landing_sensor_targets_the_ingest_job(defs) -> None:
+    assert defs.resolve_sensor_def("rates_landing_sensor").job_name == "rates_ingest"
+
+
+def test_microbatch_sensor(defs, instance, lake_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assets import engine
+
+    versions: dict[str, int | None] = {"orders": None, "rates": None}
+    monkeypatch.setattr(engine, "delta_version", lambda path: versions[Path(path).name])
+    name = "orders_with_rates_microbatch_sensor"
+
+    waiting = _tick(defs, name, instance, None, lake_root)
+    assert not waiting.run_requests
+    assert waiting.skip_message.startswith("waiting for orders and rates: no Delta table yet")
+
+    versions.update(orders=5, rates=3)
+    first = _tick(defs, name, instance, None, lake_root)
+    [rr] = first.run_requests
+    assert rr.run_key == "orders_with_rates:stream-v5:table-v3"
+    assert rr.tags["tj/mode"] == "microbatch"
+    assert json.loads(first.cursor) == {"stream": 5, "table": 3}
+
+    same = _tick(defs, name, instance, first.cursor, lake_root)
+    assert not same.run_requests
+    assert same.skip_message == "stream at v5, table at v3: nothing new since the last batch"
+
+    versions["rates"] = 4
+    run = create_run_for_test(instance, job_name="orders_with_rates_microbatch",
+                              status=dg.DagsterRunStatus.STARTED)
+    busy = _tick(defs, name, instance, first.cursor, lake_root)
+    assert not busy.run_requests
+    assert busy.skip_message.startswith(f"micro-batch run {run.run_id[:8]} is still in progress")
+    assert busy.cursor == first.cursor  # the change is not consumed while skipped
+
+    instance.report_run_failed(run)
+    nxt = _tick(defs, name, instance, first.cursor, lake_root)
+    assert nxt.run_requests[0].run_key == "orders_with_rates:stream-v5:table-v4"
+    assert json.loads(nxt.cursor) == {"stream": 5, "table": 4}

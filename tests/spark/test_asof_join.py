@@ -1,0 +1,281 @@
+"""The Spark batch as-of join (issue 4 §1) against seed 000's get(key, stream ts).
+
+Two oracles: a brute-force scan over every table row (independent of any store code), and, where
+the table's stream time is its own max ts, the reference `VersionedStore` fed the table in ts
+order. Hand-written cases pin the edges (equal ts, before the first version, tombstones, the
+history-retention rule with its latest-never-expires exception, null keys, left vs inner,
+table_key_from); a hypothesis property compares random data including a hot key; a skew test
+forces tiny buckets so that a hot key is split over many (key, bucket) groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from joins.errors import ConfigError
+from joins.operators.stream_table_join.spark_batch import (
+    asof_join,
+    bucket_stats,
+    versions_by_bucket,
+)
+from joins.operators.versioned_table.store import VersionedStore
+
+pytestmark = pytest.mark.spark
+
+STREAM_SCHEMA = "id long, k long, ts long, fk long"
+TABLE_SCHEMA = "k long, ts long, val string, tomb boolean"
+
+# (id, key, ts, fk) and (key, ts, value, tombstone)
+StreamRow = tuple[int, int | None, int, int | None]
+TableRow = tuple[int, int, str | None, bool]
+
+
+@dataclass(frozen=True)
+class Answer:
+    val: str | None
+    valid_from: int | None
+
+
+def brute_force(stream: Sequence[StreamRow], table: Sequence[TableRow], *, how: str,
+                retention: int | None = None, stream_time: int | None = None,
+                use_fk: bool = False) -> list[tuple[int, str | None, int | None]]:
+    """Seed 000's get(key, ts) by scanning every table row: (stream id, value, valid_from)."""
+    if stream_time is None and table:
+        stream_time = max(ts for _, ts, _, _ in table)
+    bound = None if retention is None or stream_time is None else stream_time - retention
+    out = []
+    for sid, key, ts, fk in stream:
+        lookup = fk if use_fk else key
+        versions = sorted((t, v, tomb) for k, t, v, tomb in table if k == lookup and lookup is not None)
+        answer: tuple[int, str | None, bool] | None = None
+        if versions:
+            if bound is not None and ts < bound:
+                latest = versions[-1]
+                answer = latest if latest[0] <= ts else None
+            else:
+                older = [v for v in versions if v[0] <= ts]
+                answer = older[-1] if older else None
+        if answer is not None and not answer[2]:
+            out.append((sid, answer[1], answer[0]))
+        elif how == "left":
+            out.append((sid, None, None))
+    return sorted(out, key=repr)
+
+
+def store_oracle(stream: Sequence[StreamRow], table: Sequence[TableRow], *, how: str,
+                 retention: int | None) -> list[tuple[int, str | None, int | None]]:
+    """The same lookups through the reference VersionedStore (puts in ts order never expire)."""
+    store = VersionedStore(retention if retention is not None else 10**15)
+    for key, ts, val, tomb in sorted(table, key=lambda r: r[1]):
+        store.put(key, None if tomb else val, ts)
+    out = []
+    for sid, key, ts, _ in stream:
+        rec = store.get(key, ts) if key is not None else None
+        if rec is not None:
+            out.append((sid, rec.value, rec.valid_from))
+        elif how == "left":
+            out.append((sid, None, None))
+    return sorted(out, key=repr)
+
+
+def run(spark: Any, stream: Sequence[StreamRow], table: Sequence[TableRow], **kwargs: Any
+        ) -> list[tuple[int, str | None, int | None]]:
+    sdf = spark.createDataFrame(list(stream), STREAM_SCHEMA)
+    tdf = spark.createDataFrame(list(table), TABLE_SCHEMA)
+    kwargs.setdefault("tombstone_col", "tomb")
+    result = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", **kwargs)
+    assert result.columns == ["id", "k", "ts", "fk", "val", "table_valid_from"]
+    rows = result.select("id", "val", "table_valid_from").collect()
+    return sorted(((r[0], r[1], r[2]) for r in rows), key=repr)
+
+
+TABLE: list[TableRow] = [
+    (1, 10, "a10", False),
+    (1, 20, "a20", False),
+    (1, 30, None, True),   # tombstone
+    (1, 40, "a40", False),
+    (2, 5, "b5", False),
+    (2, 50, "b50", False),
+]
+
+
+@pytest.mark.parametrize("strategy", ["broadcast", "shuffle"])
+def test_equal_ts_before_first_and_tombstone(spark: Any, strategy: str) -> None:
+    stream: list[StreamRow] = [
+        (0, 1, 9, None),    # before the first version: nothing
+        (1, 1, 10, None),   # equal ts counts
+        (2, 1, 19, None),
+        (3, 1, 20, None),
+        (4, 1, 35, None),   # inside the tombstone's validity: null
+        (5, 1, 40, None),
+        (6, 1, 10**6, None),  # far after the last version: the latest answers
+        (7, 2, 49, None),
+        (8, 3, 20, None),   # unknown key
+        (9, None, 20, None),  # null key joins nothing
+    ]
+    got = run(spark, stream, TABLE, how="left", strategy=strategy)
+    assert got == sorted([(0, None, None), (1, "a10", 10), (2, "a10", 10), (3, "a20", 20),
+                          (4, None, None), (5, "a40", 40), (6, "a40", 40), (7, "b5", 5),
+                          (8, None, None), (9, None, None)], key=repr)
+    inner = run(spark, stream, TABLE, how="inner", strategy=strategy)
+    assert inner == [row for row in got if row[1] is not None]
+    assert inner == brute_force(stream, TABLE, how="inner")
+
+
+def test_history_retention_latest_never_expires(spark: Any) -> None:
+    # Table stream time 50, retention 15: bound 35. Older lookups see only the key's latest.
+    stream: list[StreamRow] = [
+        (0, 1, 34, None),   # < bound, key 1's latest (40) is after 34: null (history expired)
+        (1, 1, 35, None),   # == bound: not expired, reads the tombstone (30): null
+        (2, 1, 45, None),   # a40
+        (3, 2, 10, None),   # < bound, key 2's latest (50) after 10: null, though b5 was valid
+        (4, 2, 60, None),   # b50
+    ]
+    got = run(spark, stream, TABLE, how="left", history_retention_ms=15)
+    assert got == sorted([(0, None, None), (1, None, None), (2, "a40", 40), (3, None, None),
+                          (4, "b50", 50)], key=repr)
+    # The latest version never expires: with a single version per key an old lookup still finds it.
+    table: list[TableRow] = [(1, 10, "only", False), (2, 100, "late", False)]
+    got = run(spark, [(0, 1, 20, None), (1, 1, 5, None)], table, how="inner", history_retention_ms=1)
+    assert got == [(0, "only", 10)]
+    # An explicit table stream time moves the bound (here to 1000 - 10 = 990).
+    got = run(spark, [(0, 2, 10, None), (1, 2, 995, None)], TABLE, how="left",
+              history_retention_ms=10, table_stream_time=1000)
+    assert got == sorted([(0, None, None), (1, "b50", 50)], key=repr)
+
+
+def test_table_key_from_and_null_keys(spark: Any) -> None:
+    stream: list[StreamRow] = [
+        (0, 99, 12, 1),     # looks up key 1 through fk, not its own key 99
+        (1, 1, 12, None),   # null fk: joins nothing, left keeps it
+        (2, 1, 60, 2),
+    ]
+    got = run(spark, stream, TABLE, how="left", table_key_from="fk")
+    assert got == sorted([(0, "a10", 10), (1, None, None), (2, "b50", 50)], key=repr)
+    assert run(spark, stream, TABLE, how="inner", table_key_from="fk") == [(0, "a10", 10), (2, "b50", 50)]
+
+
+def test_output_columns_and_value_selection(spark: Any) -> None:
+    sdf = spark.createDataFrame([(0, 1, 25, None)], STREAM_SCHEMA)
+    tdf = spark.createDataFrame(TABLE, TABLE_SCHEMA)
+    out = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts",
+                    table_value_cols=["val"], valid_from_col=None)
+    assert out.columns == ["id", "k", "ts", "fk", "val"]
+    assert [tuple(r) for r in out.collect()] == [(0, 1, 25, None, "a20")]
+
+
+def test_timestamp_columns(spark: Any) -> None:
+    sdf = spark.sql("SELECT 1 AS k, TIMESTAMP'2024-01-01 00:00:05' AS at")
+    tdf = spark.sql("SELECT 1 AS k, TIMESTAMP'2024-01-01 00:00:05' AS t, 'x' AS v UNION ALL "
+                    "SELECT 1, TIMESTAMP'2024-01-01 00:00:06', 'y'")
+    out = asof_join(sdf, tdf, stream_key="k", stream_ts="at", table_key="k", table_ts="t")
+    rows = out.collect()
+    assert [(r["v"], str(r["table_valid_from"])) for r in rows] == [("x", "2024-01-01 00:00:05")]
+
+
+def test_bad_config_names_the_key(spark: Any) -> None:
+    sdf = spark.createDataFrame([(0, 1, 25, None)], STREAM_SCHEMA)
+    tdf = spark.createDataFrame(TABLE, TABLE_SCHEMA)
+    base = {"stream_key": "k", "stream_ts": "ts", "table_key": "k", "table_ts": "ts"}
+    with pytest.raises(ConfigError, match="how"):
+        asof_join(sdf, tdf, **base, how="outer")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="table_key_from"):
+        asof_join(sdf, tdf, **base, table_key_from="nope")
+    with pytest.raises(ConfigError, match="history_retention_ms"):
+        asof_join(sdf, tdf, **base, history_retention_ms=-1)
+    with pytest.raises(ConfigError, match="table_value_cols"):
+        # 'k' is a stream column too: the output would hold it twice.
+        asof_join(sdf, tdf, **{**base, "table_key": "val"}, table_value_cols=["k"])
+    with pytest.raises(ConfigError, match="tombstone_col"):
+        asof_join(sdf, tdf, **base, tombstone_col="val")
+
+
+def test_duplicate_version_fails_instead_of_doubling(spark: Any) -> None:
+    sdf = spark.createDataFrame([(0, 1, 25, None)], STREAM_SCHEMA)
+    tdf = spark.createDataFrame([(1, 10, "a", False), (1, 10, "b", False)], TABLE_SCHEMA)
+    out = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts")
+    with pytest.raises(Exception, match="two versions with the same"):
+        out.collect()
+
+
+def test_null_stream_ts_fails_naming_the_field(spark: Any) -> None:
+    sdf = spark.createDataFrame([(0, 1, None, None)], STREAM_SCHEMA)
+    tdf = spark.createDataFrame(TABLE, TABLE_SCHEMA)
+    out = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", how="left")
+    with pytest.raises(Exception, match="null field 'ts'"):
+        out.collect()
+
+
+def test_hot_key_is_split_over_many_buckets(spark: Any) -> None:
+    """A hot key gets buckets in proportion to its versions; a lookup sees only its bucket."""
+    hot_versions = 60
+    table: list[TableRow] = [(0, 10 * i, f"h{i}", i % 7 == 3) for i in range(hot_versions)]
+    table += [(1, 5, "c", False), (2, 7, "d", False)]
+    stream: list[StreamRow] = [(i, 0, 3 * i + 1, None) for i in range(200)]
+    stream += [(1000, 1, 6, None), (1001, 2, 1, None)]
+    tdf = spark.createDataFrame(table, TABLE_SCHEMA)
+
+    stats = {r[0]: r for r in bucket_stats(tdf, table_key="k", table_ts="ts",
+                                           versions_per_bucket=1).collect()}
+    assert stats[0][3] == hot_versions and stats[1][3] == 1
+    buckets = versions_by_bucket(tdf, table_key="k", table_ts="ts", tombstone_col="tomb",
+                                     versions_per_bucket=1)
+    per_bucket = buckets.where("key = 0").groupBy("bucket").count().collect()
+    # One bucket per version; a bucket covered only by a tombstone's interval holds no row.
+    tombstones = sum(1 for k, _, _, tomb in table if k == 0 and tomb)
+    assert len(per_bucket) == hot_versions - tombstones
+    # Each bucket holds the version starting in it plus at most the one carried over into it.
+    assert max(r["count"] for r in per_bucket) <= 2
+
+    for strategy in ("shuffle", "broadcast"):
+        got = run(spark, stream, table, how="left", versions_per_bucket=1, strategy=strategy)
+        assert got == brute_force(stream, table, how="left")
+
+
+# --- property: random data, a hot key, duplicate stream ts, tombstones, retention --------------
+
+keys = st.one_of(st.just(0), st.just(0), st.just(0), st.integers(1, 4))
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> dict[str, Any]:
+    versions = draw(st.dictionaries(st.tuples(keys, st.integers(0, 40)),
+                                    st.tuples(st.sampled_from(["x", "y", "z"]), st.booleans()),
+                                    min_size=6, max_size=25))
+    # Cold keys' versions sit in the first half of time, so their latest version is often older
+    # than the expiry bound (the latest-never-expires case); the hot key spans all of it.
+    table = [(k, ts if k == 0 else ts // 2, val, tomb) for (k, ts), (val, tomb) in versions.items()]
+    table = list({(k, ts): (k, ts, val, tomb) for k, ts, val, tomb in table}.values())
+    n = draw(st.integers(8, 25))
+    maybe_key = st.one_of(keys, keys, keys, st.none())
+    stream = [(i, draw(maybe_key), draw(st.integers(-3, 45)), draw(maybe_key)) for i in range(n)]
+    return {
+        "table": table, "stream": stream,
+        "how": draw(st.sampled_from(["inner", "left"])),
+        # Mostly with retention, small enough that lookups fall behind the bound and exercise
+        # the latest-never-expires rule.
+        "retention": draw(st.sampled_from([None, 0, 4, 8, 12])),
+        "use_fk": draw(st.booleans()),
+        "versions_per_bucket": draw(st.integers(1, 3)),
+        "strategy": draw(st.sampled_from(["broadcast", "shuffle"])),
+    }
+
+
+@settings(max_examples=25, deadline=None, database=None)
+@given(cases())
+def test_matches_brute_force(spark: Any, case: dict[str, Any]) -> None:
+    expected = brute_force(case["stream"], case["table"], how=case["how"], retention=case["retention"],
+                           use_fk=case["use_fk"])
+    if not case["use_fk"]:
+        assert expected == store_oracle(case["stream"], case["table"], how=case["how"],
+                                        retention=case["retention"])
+    got = run(spark, case["stream"], case["table"], how=case["how"],
+              history_retention_ms=case["retention"], table_key_from="fk" if case["use_fk"] else None,
+              versions_per_bucket=case["versions_per_bucket"], strategy=case["strategy"])
+    assert got == expected
