@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assets.specs import JoinSpec, SourceSpec
+from joins.operators.stream_table_join.spark_incremental import LatenessStats
 from joins.operators.stream_table_join.state import JoinPaths
 
 if TYPE_CHECKING:
@@ -227,16 +228,8 @@ def join_columns(spec: JoinSpec) -> JoinColumns:
     return _JoinColumns(key=spec.stream.key_column, table_key=spec.table.key_column)
 
 
-@dataclass(frozen=True)
-class Lateness:
-    """How far behind stream time the batch's stream records arrived (ms)."""
-
-    records: int = 0
-    max_ms: int | None = None
-    p50_ms: int | None = None
-    p95_ms: int | None = None
-    p99_ms: int | None = None
-    histogram: tuple[tuple[str, int], ...] = ()
+# How far behind stream time a batch's stream records arrived: the engine's own statistics.
+Lateness = LatenessStats
 
 
 @dataclass(frozen=True)
@@ -283,8 +276,7 @@ def join_microbatch(spark: SparkSession, spec: JoinSpec, *, join_root: str, stre
         late_joined=r.late_joined, late_dropped=r.late_dropped, quarantined=r.quarantined,
         still_buffered=r.still_buffered, stream_time=r.stream_time,
         table_stream_time=r.table_stream_time, event_days_touched=tuple(r.event_days_touched),
-        lateness=Lateness(records=lat.records, max_ms=lat.max_ms, p50_ms=lat.p50_ms,
-                          p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, histogram=tuple(lat.histogram)))
+        lateness=lat)
 
 
 @dataclass(frozen=True)
