@@ -467,8 +467,7 @@ def replay_cli(path: Path, engine: str, batch_size: int | None, *, check: bool =
 
 def _cli_scenario(name: str) -> Path:
     path = SCENARIOS / f"{name}.json"
-    if not path.exists():
-        pytest.skip(f"scenario {path.name} is not in tests/scenarios")
+    assert path.exists(), f"scenario {path.name} is not in tests/scenarios"
     return path
 
 
