@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 RESULTS = Path(__file__).resolve().parent / "results" / "asof_join.json"
-ENGINES = ("duckdb", "polars", "spark_asof", "spark_asof_shuffle", "spark_naive", "tempo")
+ENGINES = ("duckdb", "polars", "spark_asof", "spark_asof_sql", "spark_asof_shuffle", "spark_naive", "tempo")
+# Our join's strategies: auto (the JVM index here), the pure-SQL broadcast plan, the shuffle plan.
+SPARK_ASOF = {"spark_asof": "auto", "spark_asof_sql": "broadcast", "spark_asof_shuffle": "shuffle"}
 
 
 @dataclass
@@ -182,8 +184,7 @@ def _warm_jvm(spark: SparkSession, engines: list[str]) -> None:
     paths during the first runs, and without this the engine timed first would pay for it."""
     ds = generate(data_set(100_000, 10_000, "uniform"))
     builders: dict[str, Callable[[], DataFrame]] = {
-        "spark_asof": lambda: spark_asof(spark, ds, "auto"),
-        "spark_asof_shuffle": lambda: spark_asof(spark, ds, "shuffle"),
+        **{engine: (lambda s=strategy: spark_asof(spark, ds, s)) for engine, strategy in SPARK_ASOF.items()},
         "spark_naive": lambda: spark_naive(spark, ds),
         "tempo": lambda: tempo_asof(spark, ds),
     }
@@ -211,9 +212,9 @@ def run_size(spark: SparkSession | None, ds: DataSet, size: str, engines: list[s
                 res.times_s, res.rows = _timed(lambda: duckdb_once(ds), runs, warmup)
             elif engine == "polars":
                 res.times_s, res.rows = _timed(lambda: polars_once(ds), runs, warmup)
-            elif engine in ("spark_asof", "spark_asof_shuffle"):
+            elif engine in SPARK_ASOF:
                 assert spark is not None
-                strategy = "auto" if engine == "spark_asof" else "shuffle"
+                strategy = SPARK_ASOF[engine]
                 _spark_engine(spark, lambda s=strategy: spark_asof(spark, ds, s), runs=runs,
                               warmup=warmup, timeout=timeout, res=res)
             elif engine == "spark_naive":

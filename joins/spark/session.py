@@ -93,7 +93,16 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
             builder = builder.remote(settings.remote)
         else:
             builder = builder.master(settings.master)
-        for key, value in settings.conf().items():
+        conf = settings.conf()
+        if settings.remote is None:
+            from joins.spark.jvm import jar_path
+
+            # The engine's JVM classes (the broadcast as-of join); spark.jars also ships them to
+            # a cluster's executors. Without a JDK the callers fall back to pure-SQL plans.
+            jar = jar_path()
+            if jar is not None:
+                conf["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars"), str(jar)]))
+        for key, value in conf.items():
             builder = builder.config(key, value)
         session = builder.getOrCreate()
         if settings.remote is None:

@@ -95,6 +95,8 @@ def run(spark: Any, stream: Sequence[StreamRow], table: Sequence[TableRow], **kw
     return sorted(((r[0], r[1], r[2]) for r in rows), key=repr)
 
 
+STRATEGIES = ["index", "broadcast", "shuffle"]
+
 TABLE: list[TableRow] = [
     (1, 10, "a10", False),
     (1, 20, "a20", False),
@@ -105,7 +107,7 @@ TABLE: list[TableRow] = [
 ]
 
 
-@pytest.mark.parametrize("strategy", ["broadcast", "shuffle"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_equal_ts_before_first_and_tombstone(spark: Any, strategy: str) -> None:
     stream: list[StreamRow] = [
         (0, 1, 9, None),    # before the first version: nothing
@@ -128,7 +130,8 @@ def test_equal_ts_before_first_and_tombstone(spark: Any, strategy: str) -> None:
     assert inner == brute_force(stream, TABLE, how="inner")
 
 
-def test_history_retention_latest_never_expires(spark: Any) -> None:
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_history_retention_latest_never_expires(spark: Any, strategy: str) -> None:
     # Table stream time 50, retention 15: bound 35. Older lookups see only the key's latest.
     stream: list[StreamRow] = [
         (0, 1, 34, None),   # < bound, key 1's latest (40) is after 34: null (history expired)
@@ -137,28 +140,31 @@ def test_history_retention_latest_never_expires(spark: Any) -> None:
         (3, 2, 10, None),   # < bound, key 2's latest (50) after 10: null, though b5 was valid
         (4, 2, 60, None),   # b50
     ]
-    got = run(spark, stream, TABLE, how="left", history_retention_ms=15)
+    got = run(spark, stream, TABLE, how="left", history_retention_ms=15, strategy=strategy)
     assert got == sorted([(0, None, None), (1, None, None), (2, "a40", 40), (3, None, None),
                           (4, "b50", 50)], key=repr)
     # The latest version never expires: with a single version per key an old lookup still finds it.
     table: list[TableRow] = [(1, 10, "only", False), (2, 100, "late", False)]
-    got = run(spark, [(0, 1, 20, None), (1, 1, 5, None)], table, how="inner", history_retention_ms=1)
+    got = run(spark, [(0, 1, 20, None), (1, 1, 5, None)], table, how="inner", history_retention_ms=1,
+              strategy=strategy)
     assert got == [(0, "only", 10)]
     # An explicit table stream time moves the bound (here to 1000 - 10 = 990).
     got = run(spark, [(0, 2, 10, None), (1, 2, 995, None)], TABLE, how="left",
-              history_retention_ms=10, table_stream_time=1000)
+              history_retention_ms=10, table_stream_time=1000, strategy=strategy)
     assert got == sorted([(0, None, None), (1, "b50", 50)], key=repr)
 
 
-def test_table_key_from_and_null_keys(spark: Any) -> None:
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_table_key_from_and_null_keys(spark: Any, strategy: str) -> None:
     stream: list[StreamRow] = [
         (0, 99, 12, 1),     # looks up key 1 through fk, not its own key 99
         (1, 1, 12, None),   # null fk: joins nothing, left keeps it
         (2, 1, 60, 2),
     ]
-    got = run(spark, stream, TABLE, how="left", table_key_from="fk")
+    got = run(spark, stream, TABLE, how="left", table_key_from="fk", strategy=strategy)
     assert got == sorted([(0, "a10", 10), (1, None, None), (2, "b50", 50)], key=repr)
-    assert run(spark, stream, TABLE, how="inner", table_key_from="fk") == [(0, "a10", 10), (2, "b50", 50)]
+    assert run(spark, stream, TABLE, how="inner", table_key_from="fk", strategy=strategy) == [
+        (0, "a10", 10), (2, "b50", 50)]
 
 
 def test_output_columns_and_value_selection(spark: Any) -> None:
@@ -170,11 +176,13 @@ def test_output_columns_and_value_selection(spark: Any) -> None:
     assert [tuple(r) for r in out.collect()] == [(0, 1, 25, None, "a20")]
 
 
-def test_timestamp_columns(spark: Any) -> None:
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_timestamp_columns(spark: Any, strategy: str) -> None:
     sdf = spark.sql("SELECT 1 AS k, TIMESTAMP'2024-01-01 00:00:05' AS at")
     tdf = spark.sql("SELECT 1 AS k, TIMESTAMP'2024-01-01 00:00:05' AS t, 'x' AS v UNION ALL "
                     "SELECT 1, TIMESTAMP'2024-01-01 00:00:06', 'y'")
-    out = asof_join(sdf, tdf, stream_key="k", stream_ts="at", table_key="k", table_ts="t")
+    out = asof_join(sdf, tdf, stream_key="k", stream_ts="at", table_key="k", table_ts="t",
+                    strategy=strategy)  # type: ignore[arg-type]
     rows = out.collect()
     assert [(r["v"], str(r["table_valid_from"])) for r in rows] == [("x", "2024-01-01 00:00:05")]
 
@@ -196,20 +204,61 @@ def test_bad_config_names_the_key(spark: Any) -> None:
         asof_join(sdf, tdf, **base, tombstone_col="val")
 
 
-def test_duplicate_version_fails_instead_of_doubling(spark: Any) -> None:
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_duplicate_version_fails_instead_of_doubling(spark: Any, strategy: str) -> None:
     sdf = spark.createDataFrame([(0, 1, 25, None)], STREAM_SCHEMA)
     tdf = spark.createDataFrame([(1, 10, "a", False), (1, 10, "b", False)], TABLE_SCHEMA)
-    out = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts")
-    with pytest.raises(Exception, match="two versions with the same"):
-        out.collect()
+    # The index finds it while indexing (in asof_join), the SQL plans when the join runs.
+    with pytest.raises(Exception, match=r"two versions with the same \(k, ts\) = \(1, 10\)"):
+        asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts",
+                  strategy=strategy).collect()  # type: ignore[arg-type]
 
 
-def test_null_stream_ts_fails_naming_the_field(spark: Any) -> None:
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_null_ts_fails_naming_the_field(spark: Any, strategy: str) -> None:
     sdf = spark.createDataFrame([(0, 1, None, None)], STREAM_SCHEMA)
     tdf = spark.createDataFrame(TABLE, TABLE_SCHEMA)
-    out = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", how="left")
-    with pytest.raises(Exception, match="null field 'ts'"):
+    out = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", how="left",
+                    strategy=strategy)  # type: ignore[arg-type]
+    with pytest.raises(Exception, match="stream record with null field 'ts'"):
         out.collect()
+    bad_table = spark.createDataFrame([(1, None, "a", False)], TABLE_SCHEMA)
+    with pytest.raises(Exception, match="table record with null field 'ts'"):
+        asof_join(spark.createDataFrame([(0, 1, 5, None)], STREAM_SCHEMA), bad_table, stream_key="k",
+                  stream_ts="ts", table_key="k", table_ts="ts",
+                  strategy=strategy).collect()  # type: ignore[arg-type]
+
+
+def _root(df: Any) -> str:
+    return str(df._jdf.queryExecution().analyzed().getClass().getSimpleName())
+
+
+def test_auto_picks_the_index_for_integer_keys_and_sql_otherwise(spark: Any, tmp_path: Any) -> None:
+    sdf = spark.createDataFrame([(0, 1, 25, None)], STREAM_SCHEMA)
+    # Read back from Parquet: Spark knows its size (it cannot tell for a local collection).
+    spark.createDataFrame(TABLE, TABLE_SCHEMA).write.parquet(str(tmp_path / "t"))
+    tdf = spark.read.parquet(str(tmp_path / "t"))
+    out = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts")
+    assert _root(out) == "LogicalRDD"  # the JVM index's output
+    # String keys: the index cannot key on them; auto uses the SQL plan, an explicit "index" says why.
+    s2 = sdf.selectExpr("id", "CAST(k AS STRING) AS k", "ts")
+    t2 = tdf.selectExpr("CAST(k AS STRING) AS k", "ts", "val")
+    out = asof_join(s2, t2, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts")
+    assert _root(out) != "LogicalRDD"
+    assert [(r["id"], r["val"]) for r in out.collect()] == [(0, "a20")]
+    with pytest.raises(ConfigError, match="'index' cannot run here: the index keys on integers"):
+        asof_join(s2, t2, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", strategy="index")
+
+
+def test_index_handles_extreme_and_sparse_keys(spark: Any) -> None:
+    """Keys far apart (the hashed map) and at the ends of the long range (no overflow)."""
+    lo, hi = -(2**63), 2**63 - 1
+    table: list[TableRow] = [(lo, 10, "lo10", False), (lo, 20, "lo20", False), (hi, 5, "hi5", False),
+                             (0, 1, "z1", False), (10**15, 3, "m3", False)]
+    stream: list[StreamRow] = [(0, lo, 15, None), (1, hi, 4, None), (2, hi, 2**62, None),
+                               (3, 10**15, 3, None), (4, 1, 100, None), (5, lo + 1, 100, None)]
+    got = run(spark, stream, table, how="left", strategy="index")
+    assert got == brute_force(stream, table, how="left")
 
 
 def test_hot_key_is_split_over_many_buckets(spark: Any) -> None:
@@ -233,7 +282,7 @@ def test_hot_key_is_split_over_many_buckets(spark: Any) -> None:
     # Each bucket holds the version starting in it plus at most the one carried over into it.
     assert max(r["count"] for r in per_bucket) <= 2
 
-    for strategy in ("shuffle", "broadcast"):
+    for strategy in ("shuffle", "broadcast", "index"):
         got = run(spark, stream, table, how="left", versions_per_bucket=1, strategy=strategy)
         assert got == brute_force(stream, table, how="left")
 
@@ -255,6 +304,12 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
     n = draw(st.integers(8, 25))
     maybe_key = st.one_of(keys, keys, keys, st.none())
     stream = [(i, draw(maybe_key), draw(st.integers(-3, 45)), draw(maybe_key)) for i in range(n)]
+    # Spread keys apart (and below zero): the JVM index then hashes them instead of addressing
+    # them directly.
+    scale = draw(st.sampled_from([1, 1, 1_000_003, -(2**61)]))
+    table = [(k * scale, ts, val, tomb) for k, ts, val, tomb in table]
+    stream = [(i, None if k is None else k * scale, ts, None if fk is None else fk * scale)
+              for i, k, ts, fk in stream]
     return {
         "table": table, "stream": stream,
         "how": draw(st.sampled_from(["inner", "left"])),
@@ -263,7 +318,7 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
         "retention": draw(st.sampled_from([None, 0, 4, 8, 12])),
         "use_fk": draw(st.booleans()),
         "versions_per_bucket": draw(st.integers(1, 3)),
-        "strategy": draw(st.sampled_from(["broadcast", "shuffle"])),
+        "strategy": draw(st.sampled_from(["index", "broadcast", "shuffle"])),
     }
 
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 OPERATOR = "stream_table_join (spark batch)"
 JoinHow = Literal["inner", "left"]
-Strategy = Literal["auto", "broadcast", "shuffle"]
+Strategy = Literal["auto", "index", "broadcast", "shuffle"]
 TsKind = Literal["integral", "timestamp"]
 
 DEFAULT_VERSIONS_PER_BUCKET = 2
@@ -77,6 +77,7 @@ class _Plan:
     versions_per_bucket: int
     history_retention_ms: int | None
     table_stream_time: int | None
+    integral_keys: bool  # both keys are integers: the JVM index can key on them directly
 
 
 def _config_error(key: str, message: str) -> ConfigError:
@@ -110,6 +111,10 @@ def _ts_kind(schema: StructType, col: str, key: str) -> TsKind:
                              f"got {dtype.simpleString()}")
 
 
+def _is_integral(schema: StructType, col: str) -> bool:
+    return schema[col].dataType.typeName() in ("byte", "short", "integer", "long")
+
+
 def _require_column(columns: Sequence[str], col: str, key: str, side: str) -> None:
     if col not in columns:
         raise _config_error(key, f"no column {col!r} in the {side} (columns: {', '.join(columns)})")
@@ -122,8 +127,9 @@ def _validate(stream_schema: StructType, table_schema: StructType, *, stream_key
               versions_per_bucket: int, strategy: str) -> _Plan:
     if how not in ("inner", "left"):
         raise _config_error("how", f"must be 'inner' or 'left', got {how!r}")
-    if strategy not in ("auto", "broadcast", "shuffle"):
-        raise _config_error("strategy", f"must be 'auto', 'broadcast' or 'shuffle', got {strategy!r}")
+    if strategy not in ("auto", "index", "broadcast", "shuffle"):
+        raise _config_error("strategy", f"must be 'auto', 'index', 'broadcast' or 'shuffle', got "
+                                        f"{strategy!r}")
     if history_retention_ms is not None and history_retention_ms < 0:
         raise _config_error("history_retention_ms", f"must be >= 0, got {history_retention_ms}")
     if table_stream_time is not None and history_retention_ms is None:
@@ -141,6 +147,8 @@ def _validate(stream_schema: StructType, table_schema: StructType, *, stream_key
         _require_column(table_cols, tombstone_col, "tombstone_col", "table")
         if table_schema[tombstone_col].dataType.typeName() != "boolean":
             raise _config_error("tombstone_col", f"column {tombstone_col!r} must be boolean")
+    lookup_key = table_key_from if table_key_from is not None else stream_key
+    integral_keys = (_is_integral(stream_schema, lookup_key) and _is_integral(table_schema, table_key))
     stream_kind = _ts_kind(stream_schema, stream_ts, "stream_ts")
     table_kind = _ts_kind(table_schema, table_ts, "table_ts")
     if stream_kind != table_kind:
@@ -165,7 +173,7 @@ def _validate(stream_schema: StructType, table_schema: StructType, *, stream_key
                                                 "are reserved")
     return _Plan(
         stream_columns=tuple(stream_cols),
-        lookup_key=table_key_from if table_key_from is not None else stream_key,
+        lookup_key=lookup_key, integral_keys=integral_keys,
         stream_ts=stream_ts, table_key=table_key, table_ts=table_ts, value_cols=values,
         tombstone_col=tombstone_col, valid_from_col=valid_from_col, ts_kind=table_kind,
         table_ts_type=table_schema[table_ts].dataType.simpleString(),
@@ -305,9 +313,78 @@ def _run_sql(spark: SparkSession, views: dict[str, DataFrame], build: Callable[[
 def _estimated_bytes(df: DataFrame) -> int | None:
     """Spark's size estimate of a plan, or None where it is not reachable (Spark Connect)."""
     try:
-        return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
+        size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
     except Exception:
         return None
+    # py4j hands a Scala BigInt over as a Python int; older bridges as a JavaObject.
+    return size if isinstance(size, int) else int(size.toString())
+
+
+# --- the broadcast index (JVM) --------------------------------------------------------------
+
+def _index_unusable(plan: _Plan, spark: SparkSession) -> str | None:
+    """Why the JVM index cannot run this join, or None when it can."""
+    from joins.spark import jvm
+
+    if not plan.integral_keys:
+        return "the index keys on integers; the keys here are not integer columns"
+    return jvm.unavailable_reason(spark)
+
+
+def _index_join(plan: _Plan, stream: DataFrame, table: DataFrame) -> DataFrame:
+    """The join through temporaljoins.AsOfJoin (joins/spark/jvm): the table is indexed once (one
+    Spark job, now) and broadcast; each stream partition probes it in place. Same answers as the
+    SQL plans, by the same rules: the index applies tombstones and the retention bound."""
+    from pyspark.sql import DataFrame as _DataFrame
+
+    from joins.spark import jvm
+
+    p = RESERVED_PREFIX
+    spark = stream.sparkSession
+    key, ts = _ident(plan.table_key), _ident(plan.table_ts)
+    tomb = f"coalesce({_ident(plan.tombstone_col)}, false)" if plan.tombstone_col else "false"
+    values = [_ident(c) for c in plan.value_cols]
+    if plan.valid_from_col is not None:
+        values.append(f"{ts} AS {_ident(plan.valid_from_col)}")
+    # selectExpr, not SQL over temporary views: both sides are one projection, and at a million
+    # rows the views' create / analyse / drop round trips were a measurable share of the join.
+    indexed = table.where(f"{key} IS NOT NULL").selectExpr(
+        f"CAST({key} AS BIGINT) AS {p}k", f"{_ts_long(ts, plan, plan.table_ts, 'table')} AS {p}ts",
+        f"{tomb} AS {p}tomb", *values)
+    probing = stream.selectExpr(
+        "*", f"CAST({_ident(plan.lookup_key)} AS BIGINT) AS {p}k",
+        f"{_ts_long(_ident(plan.stream_ts), plan, plan.stream_ts, 'stream')} AS {p}ts")
+    unit = _time_unit(plan)
+    retention = plan.history_retention_ms
+    stream_time = plan.table_stream_time
+    prefix = (f"{OPERATOR}: the table holds two versions with the same "
+              f"({plan.table_key}, {plan.table_ts}) = (")
+    entry = jvm.entry(spark)
+    try:
+        index = entry.index(indexed._jdf, retention is not None, (retention or 0) * unit,
+                            stream_time is not None, (stream_time or 0) * unit, prefix,
+                            "); a versioned table keeps one row per (key, ts)")
+    except Exception as exc:
+        raise _java_error(exc) from None
+    joined = entry.probe(probing._jdf, index, plan.how == "left")
+    return _DataFrame(joined, spark)
+
+
+def _java_error(exc: Exception) -> Exception:
+    """A failure of the index build as the engine's error where it is one of ours (a duplicate
+    version, a table too big to index), else unchanged."""
+    from joins.errors import InputRecordError
+
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return exc
+    name = java.getClass().getName()
+    message = str(java.getMessage())
+    if name == "java.lang.IllegalArgumentException":
+        return InputRecordError(message)
+    if name == "java.lang.IllegalStateException":
+        return ConfigError(f"{OPERATOR}: {message}")
+    return exc
 
 
 # --- public API ------------------------------------------------------------------------------
@@ -319,7 +396,8 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
               valid_from_col: str | None = "table_valid_from",
               versions_per_bucket: int = DEFAULT_VERSIONS_PER_BUCKET, strategy: Strategy = "auto",
               broadcast_max_bytes: int = DEFAULT_BROADCAST_MAX_BYTES) -> DataFrame:
-    """Join every stream row to the table version valid at its ts (lazy; nothing runs here).
+    """Join every stream row to the table version valid at its ts. Lazy, except that the
+    "index" strategy (which "auto" prefers) indexes the table now.
 
     stream, table: the stream rows and the versioned table (at most one row per (key, ts)).
     stream_key / stream_ts: the stream's key and event-time columns.
@@ -336,9 +414,19 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
     valid_from_col: output column for the answering version's ts (None to leave it out).
     versions_per_bucket: target versions per time bucket (smaller = finer buckets, fewer
         candidates per lookup, a larger bucketed table).
-    strategy: "broadcast" ships the bucketed table to every task (the stream is not shuffled);
-        "shuffle" joins on (key, bucket) through a shuffle; "auto" broadcasts when Spark
-        estimates the table at most broadcast_max_bytes (shuffles where it cannot tell).
+    strategy: how the table reaches the stream rows (docs/asof_join.md):
+        "index": the table is indexed in memory (by key, then ts) and broadcast, each stream row
+            answered by a binary search in the JVM (joins/spark/jvm). Fastest; integer keys, a
+            table that fits in memory, and a session from joins.spark.get_spark. The index is
+            built when this function is called (one Spark job over the table); the join stays
+            lazy.
+        "broadcast": the bucketed validity intervals (pure SQL) are broadcast; the stream is
+            not shuffled.
+        "shuffle": the bucketed intervals and the stream meet through a shuffle on (key,
+            bucket); for tables too big to broadcast.
+        "auto": "index" where it can run and Spark estimates the table at most
+            broadcast_max_bytes, else "broadcast" within that size, else "shuffle" (also where
+            the size is unknown).
 
     Output: every stream column, then the value columns, then valid_from_col.
     """
@@ -348,9 +436,19 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
                      tombstone_col=tombstone_col, table_key_from=table_key_from,
                      valid_from_col=valid_from_col, versions_per_bucket=versions_per_bucket,
                      strategy=strategy)
+    spark = stream.sparkSession
+    if strategy == "index":
+        reason = _index_unusable(plan, spark)
+        if reason is not None:
+            raise _config_error("strategy", f"'index' cannot run here: {reason}; use 'auto', "
+                                            "'broadcast' or 'shuffle'")
+        return _index_join(plan, stream, table)
     if strategy == "auto":
         size = _estimated_bytes(table)
-        broadcast = size is not None and size <= broadcast_max_bytes
+        small = size is not None and size <= broadcast_max_bytes
+        if small and _index_unusable(plan, spark) is None:
+            return _index_join(plan, stream, table)
+        broadcast = small
     else:
         broadcast = strategy == "broadcast"
     return _run_sql(stream.sparkSession, {"stream": stream, "table": table},

@@ -1,0 +1,150 @@
+"""The engine's JVM side: a few Java classes that Spark loads with the session (sources in src/).
+
+Why Java in a Python project: Spark has no as-of join operator, and no plan built from Spark's own
+operators comes near a sort-merge engine on this join (docs/asof_join.md). The broadcast as-of
+join (`temporaljoins.AsOfJoin`) probes an in-memory index of the table inside the JVM, on Spark's
+row format, so rows never cross into Python.
+
+The classes are compiled here, on first use, against the jars of the installed pyspark (Maven
+Central is not needed, only `javac` from a JDK 17+), into build/ next to this file; the jar's name
+carries a hash of the sources and the Spark version, so an edit or a Spark upgrade rebuilds it.
+`get_spark` puts the jar on `spark.jars`, which ships it to a cluster's executors too. Where no
+`javac` is found, or the session is Spark Connect, `available()` says no and the callers use
+their pure-SQL plans instead; `unavailable_reason()` says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+SOURCES = Path(__file__).resolve().parent / "src"
+BUILD_DIR = Path(os.environ.get("TJ_JVM_BUILD_DIR", Path(__file__).resolve().parent / "build"))
+PROBE_CLASS = "temporaljoins.AsOfJoin"
+
+_lock = threading.Lock()
+_jar: Path | None = None
+_reason: str | None = None
+
+
+def _pyspark_jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def _javac() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "javac").exists():
+        return str(Path(home) / "bin" / "javac")
+    return shutil.which("javac")
+
+
+def _source_files() -> list[Path]:
+    return sorted(SOURCES.rglob("*.java"))
+
+
+def _fingerprint() -> str:
+    import pyspark
+
+    digest = hashlib.sha256(pyspark.__version__.encode())
+    for path in _source_files():
+        digest.update(path.relative_to(SOURCES).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def jar_path() -> Path | None:
+    """The compiled jar, building it when missing or stale; None (see unavailable_reason) when it
+    cannot be built here."""
+    global _jar, _reason
+    with _lock:
+        if _jar is not None or _reason is not None:
+            return _jar
+        try:
+            _jar = _build()
+        except _Unavailable as exc:
+            _reason = str(exc)
+            log.warning("temporal-joins JVM helpers unavailable, using pure-SQL plans: %s", exc)
+        return _jar
+
+
+class _Unavailable(Exception):
+    pass
+
+
+def _build() -> Path:
+    jar = BUILD_DIR / f"temporal-joins-jvm-{_fingerprint()}.jar"
+    if jar.exists():
+        return jar
+    javac = _javac()
+    if javac is None:
+        raise _Unavailable("no javac (a JDK 17+) on PATH or in JAVA_HOME")
+    jar_tool = str(Path(javac).with_name("jar"))
+    if not Path(jar_tool).exists():
+        raise _Unavailable(f"no jar tool next to {javac}")
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=BUILD_DIR, prefix="compile-") as tmp:
+        classes = Path(tmp) / "classes"
+        classes.mkdir()
+        compile_cmd = [javac, "-nowarn", "-Xlint:none", "--release", "17", "-d", str(classes),
+                       "-cp", str(_pyspark_jars() / "*"), *map(str, _source_files())]
+        done = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=300, check=False)
+        if done.returncode != 0:
+            raise _Unavailable(f"javac failed: {done.stderr.strip()[-2000:]}")
+        staged = Path(tmp) / jar.name
+        packed = subprocess.run([jar_tool, "cf", str(staged), "-C", str(classes), "."],
+                                capture_output=True, text=True, timeout=120, check=False)
+        if packed.returncode != 0:
+            raise _Unavailable(f"jar failed: {packed.stderr.strip()[-2000:]}")
+        # Atomic: a concurrent process sees either no jar or a whole one.
+        os.replace(staged, jar)
+    for old in BUILD_DIR.glob("temporal-joins-jvm-*.jar"):
+        if old != jar:
+            old.unlink(missing_ok=True)
+    return jar
+
+
+def unavailable_reason(spark: SparkSession | None = None) -> str | None:
+    """Why the JVM helpers cannot be used (with this session), or None when they can."""
+    if jar_path() is None:
+        return _reason
+    if spark is None:
+        return None
+    if not hasattr(spark, "_jvm") or getattr(spark, "_jvm", None) is None:
+        return "the session is Spark Connect (no JVM in this process)"
+    if not _loaded(spark):
+        return (f"class {PROBE_CLASS} is not on this session's classpath: the session was not built "
+                "by joins.spark.get_spark; add the jar from joins.spark.jvm.jar_path() to spark.jars")
+    return None
+
+
+def available(spark: SparkSession) -> bool:
+    return unavailable_reason(spark) is None
+
+
+def _loaded(spark: SparkSession) -> bool:
+    jvm: Any = spark._jvm  # type: ignore[attr-defined]
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(PROBE_CLASS, False, loader)
+    except Exception:
+        return False
+    return True
+
+
+def entry(spark: SparkSession) -> Any:
+    """The AsOfJoin class, for calls through py4j."""
+    return spark._jvm.temporaljoins.AsOfJoin  # type: ignore[attr-defined]
