@@ -129,11 +129,29 @@ def _spark_action(spark: SparkSession, action: Callable[[], Any], timeout: float
     return value[0]
 
 
+_ARROW_TO_SPARK = {"int64": "bigint", "int32": "int", "double": "double", "string": "string"}
+
+
+def _ddl(path: Path) -> str:
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(next(path.glob("*.parquet")))
+    return ", ".join(f"`{f.name}` {_ARROW_TO_SPARK[str(f.type)]}" for f in schema)
+
+
+def read_sides(spark: SparkSession, ds: DataSet) -> tuple[DataFrame, DataFrame]:
+    """Both sides, read with their schema given, as a Delta or catalog table supplies it: left to
+    infer it from the Parquet footers, Spark runs one extra job per side (~70 ms here), the same
+    for every Spark engine, which says nothing about the join."""
+    events = spark.read.schema(_ddl(ds.events_path)).parquet(str(ds.events_path))
+    versions = spark.read.schema(_ddl(ds.versions_path)).parquet(str(ds.versions_path))
+    return events, versions
+
+
 def spark_asof(spark: SparkSession, ds: DataSet, strategy: str) -> DataFrame:
     from joins.operators.stream_table_join.spark_batch import asof_join
 
-    events = spark.read.parquet(str(ds.events_path))
-    versions = spark.read.parquet(str(ds.versions_path))
+    events, versions = read_sides(spark, ds)
     return asof_join(events, versions, stream_key="key", stream_ts="ts", table_key="key", table_ts="ts",
                      how="inner", strategy=strategy)  # type: ignore[arg-type]
 
@@ -143,8 +161,8 @@ def spark_naive(spark: SparkSession, ds: DataSet) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    events = spark.read.parquet(str(ds.events_path))
-    versions = spark.read.parquet(str(ds.versions_path)).withColumnRenamed("ts", "vts")
+    events, versions = read_sides(spark, ds)
+    versions = versions.withColumnRenamed("ts", "vts")
     candidates = events.join(versions, "key").where(F.col("vts") <= F.col("ts"))
     newest_first = Window.partitionBy("event_id").orderBy(F.col("vts").desc())
     return (candidates.withColumn("rn", F.row_number().over(newest_first))
@@ -155,8 +173,7 @@ def tempo_asof(spark: SparkSession, ds: DataSet) -> DataFrame:
     from pyspark.sql import functions as F
     from tempo import TSDF
 
-    events = spark.read.parquet(str(ds.events_path))
-    versions = spark.read.parquet(str(ds.versions_path))
+    events, versions = read_sides(spark, ds)
     left = TSDF(events, ts_col="ts", partition_cols=["key"])
     right = TSDF(versions, ts_col="ts", partition_cols=["key"])
     joined = left.asofJoin(right, right_prefix="v").df

@@ -9,7 +9,16 @@ without an answer, a left join keeps them with null table columns. The table mus
 one row per (key, ts), which the versioned ingest guarantees (a same-ts put replaces); a
 duplicate fails the query rather than doubling output rows.
 
-The plan ("bucketed validity intervals", docs/asof_join.md):
+Three strategies with the same answers (docs/asof_join.md):
+
+- "index" (what "auto" picks for integer keys and a table that fits in memory): the table becomes
+  a version index in the JVM (joins/spark/jvm), sorted by (key, ts) and broadcast; each stream
+  partition answers its rows by binary search where they lie. The fastest by far, see
+  bench/asof_join.py.
+- "broadcast" / "shuffle": pure Spark SQL, for keys the index cannot take (strings, structs), for
+  sessions without the JVM helper (Spark Connect, no JDK) and for tables too big to broadcast.
+
+The SQL plans ("bucketed validity intervals"):
 
 1. Table side. Every version gets its validity interval [valid_from, valid_to), valid_to being
    the key's next version ts (a window `lead` over the table only, the small side). Per key, the
@@ -299,10 +308,19 @@ FROM {p}probe q {join} {p}intervals t
 def _run_sql(spark: SparkSession, views: dict[str, DataFrame], build: Callable[[dict[str, str]], str]
              ) -> DataFrame:
     """spark.sql over temporary views with fresh names, dropped once the query is analysed (the
-    returned DataFrame holds the analysed plan, not the view names)."""
+    returned DataFrame holds the analysed plan, not the view names).
+
+    Each view is over the DataFrame plus a column dropped again, not over the DataFrame itself:
+    dropping a view uncaches every cached plan that Spark finds equal to the view's (a plain
+    `select("*")` counts as equal), which would silently unpersist a caller's `persist()` of the
+    very DataFrame passed in. The added-and-dropped column makes the view's plan differ while
+    the cached plan inside it is still found and used."""
+    from pyspark.sql import functions as F
+
     names = {alias: f"{RESERVED_PREFIX}{alias}_{uuid.uuid4().hex}" for alias in views}
+    tag = f"{RESERVED_PREFIX}view"
     for alias, df in views.items():
-        df.createOrReplaceTempView(names[alias])
+        df.withColumn(tag, F.lit(True)).drop(tag).createOrReplaceTempView(names[alias])
     try:
         return spark.sql(build(names))
     finally:
@@ -322,51 +340,56 @@ def _estimated_bytes(df: DataFrame) -> int | None:
 
 # --- the broadcast index (JVM) --------------------------------------------------------------
 
-def _index_unusable(plan: _Plan, spark: SparkSession) -> str | None:
+def _index_unusable(plan: _Plan, stream: DataFrame, table: DataFrame) -> str | None:
     """Why the JVM index cannot run this join, or None when it can."""
     from joins.spark import jvm
 
     if not plan.integral_keys:
         return "the index keys on integers; the keys here are not integer columns"
-    return jvm.unavailable_reason(spark)
+    stream_type = stream.schema[plan.stream_ts].dataType.typeName()
+    table_type = table.schema[plan.table_ts].dataType.typeName()
+    if plan.ts_kind == "timestamp" and stream_type != table_type:
+        # timestamp vs timestamp_ntz compare through the session time zone; the SQL plans do that.
+        return f"the stream ts is {stream_type} and the table ts {table_type}"
+    return jvm.unavailable_reason(stream.sparkSession)
 
 
 def _index_join(plan: _Plan, stream: DataFrame, table: DataFrame) -> DataFrame:
     """The join through temporaljoins.AsOfJoin (joins/spark/jvm): the table is indexed once (one
     Spark job, now) and broadcast; each stream partition probes it in place. Same answers as the
-    SQL plans, by the same rules: the index applies tombstones and the retention bound."""
+    SQL plans, by the same rules: the index applies tombstones and the retention bound.
+
+    Columns are passed by position and read in the JVM (integer ts as is, timestamps as their
+    microseconds): no projection in front of either side."""
     from pyspark.sql import DataFrame as _DataFrame
 
     from joins.spark import jvm
 
-    p = RESERVED_PREFIX
     spark = stream.sparkSession
-    key, ts = _ident(plan.table_key), _ident(plan.table_ts)
-    tomb = f"coalesce({_ident(plan.tombstone_col)}, false)" if plan.tombstone_col else "false"
-    values = [_ident(c) for c in plan.value_cols]
+    stream_cols, table_cols = stream.columns, table.columns
+    value_ords = [table_cols.index(c) for c in plan.value_cols]
+    value_names = list(plan.value_cols)
     if plan.valid_from_col is not None:
-        values.append(f"{ts} AS {_ident(plan.valid_from_col)}")
-    # selectExpr, not SQL over temporary views: both sides are one projection, and at a million
-    # rows the views' create / analyse / drop round trips were a measurable share of the join.
-    indexed = table.where(f"{key} IS NOT NULL").selectExpr(
-        f"CAST({key} AS BIGINT) AS {p}k", f"{_ts_long(ts, plan, plan.table_ts, 'table')} AS {p}ts",
-        f"{tomb} AS {p}tomb", *values)
-    probing = stream.selectExpr(
-        "*", f"CAST({_ident(plan.lookup_key)} AS BIGINT) AS {p}k",
-        f"{_ts_long(_ident(plan.stream_ts), plan, plan.stream_ts, 'stream')} AS {p}ts")
+        value_ords.append(table_cols.index(plan.table_ts))
+        value_names.append(plan.valid_from_col)
     unit = _time_unit(plan)
     retention = plan.history_retention_ms
     stream_time = plan.table_stream_time
-    prefix = (f"{OPERATOR}: the table holds two versions with the same "
-              f"({plan.table_key}, {plan.table_ts}) = (")
     entry = jvm.entry(spark)
     try:
-        index = entry.index(indexed._jdf, retention is not None, (retention or 0) * unit,
-                            stream_time is not None, (stream_time or 0) * unit, prefix,
-                            "); a versioned table keeps one row per (key, ts)")
+        index = entry.index(
+            table._jdf, table_cols.index(plan.table_key), table_cols.index(plan.table_ts),
+            table_cols.index(plan.tombstone_col) if plan.tombstone_col else -1, value_ords, value_names,
+            retention is not None, (retention or 0) * unit,
+            stream_time is not None, (stream_time or 0) * unit,
+            f"{OPERATOR}: table record with null field {plan.table_ts!r} (table_ts)",
+            f"{OPERATOR}: the table holds two versions with the same ({plan.table_key}, {plan.table_ts}) = (",
+            "); a versioned table keeps one row per (key, ts)")
     except Exception as exc:
         raise _java_error(exc) from None
-    joined = entry.probe(probing._jdf, index, plan.how == "left")
+    joined = entry.probe(stream._jdf, stream_cols.index(plan.lookup_key), stream_cols.index(plan.stream_ts),
+                         index, plan.how == "left",
+                         f"{OPERATOR}: stream record with null field {plan.stream_ts!r} (stream_ts)")
     return _DataFrame(joined, spark)
 
 
@@ -436,9 +459,8 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
                      tombstone_col=tombstone_col, table_key_from=table_key_from,
                      valid_from_col=valid_from_col, versions_per_bucket=versions_per_bucket,
                      strategy=strategy)
-    spark = stream.sparkSession
     if strategy == "index":
-        reason = _index_unusable(plan, spark)
+        reason = _index_unusable(plan, stream, table)
         if reason is not None:
             raise _config_error("strategy", f"'index' cannot run here: {reason}; use 'auto', "
                                             "'broadcast' or 'shuffle'")
@@ -446,7 +468,7 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
     if strategy == "auto":
         size = _estimated_bytes(table)
         small = size is not None and size <= broadcast_max_bytes
-        if small and _index_unusable(plan, spark) is None:
+        if small and _index_unusable(plan, stream, table) is None:
             return _index_join(plan, stream, table)
         broadcast = small
     else:

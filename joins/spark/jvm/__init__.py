@@ -135,14 +135,23 @@ def available(spark: SparkSession) -> bool:
     return unavailable_reason(spark) is None
 
 
+_loaded_in: dict[int, bool] = {}
+
+
 def _loaded(spark: SparkSession) -> bool:
-    jvm: Any = spark._jvm  # type: ignore[attr-defined]
-    try:
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName(PROBE_CLASS, False, loader)
-    except Exception:
-        return False
-    return True
+    """Whether the session's JVM has the classes; asked once per session (a py4j round trip
+    per join would show in a sub-second join)."""
+    jsession: Any = spark._jsparkSession  # type: ignore[attr-defined]
+    key = int(jsession.hashCode())
+    if key not in _loaded_in:
+        jvm: Any = spark._jvm  # type: ignore[attr-defined]
+        try:
+            loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+            jvm.java.lang.Class.forName(PROBE_CLASS, False, loader)
+            _loaded_in[key] = True
+        except Exception:
+            _loaded_in[key] = False
+    return _loaded_in[key]
 
 
 def entry(spark: SparkSession) -> Any:

@@ -46,74 +46,100 @@ public final class AsOfJoin {
   }
 
   /**
-   * Builds and broadcasts the index of a table laid out as: key (long, not null), ts (long, not
-   * null), tombstone (boolean, not null), then the value columns.
+   * Builds and broadcasts the index of a table: key and ts are integer or timestamp columns (rows
+   * with a null key are skipped: they match nothing; a null ts fails naming the field), tombOrd a
+   * boolean column or -1, valueOrds the columns each answer carries, output as valueNames.
    *
    * <p>Runs one Spark job: each task packs and sorts its partition; the driver merges the sorted
    * runs, as Spark's own broadcast joins build their hashed relation on the driver.
    *
    * @param retention history retention in ts units, when hasRetention
    * @param streamTime the table's stream time in ts units, when hasStreamTime; else its max ts
-   * @param duplicatePrefix, duplicateSuffix the error text around "key, ts" when a (key, ts) repeats
    */
-  public static Broadcast<VersionIndex> index(Dataset<Row> table, boolean hasRetention, long retention,
-                                               boolean hasStreamTime, long streamTime,
-                                               String duplicatePrefix, String duplicateSuffix) {
+  public static Broadcast<VersionIndex> index(Dataset<Row> table, int keyOrd, int tsOrd, int tombOrd,
+                                               List<Integer> valueOrds, List<String> valueNames,
+                                               boolean hasRetention, long retention, boolean hasStreamTime,
+                                               long streamTime, String nullTsMessage, String duplicatePrefix,
+                                               String duplicateSuffix) {
     org.apache.spark.sql.classic.Dataset<Row> t = (org.apache.spark.sql.classic.Dataset<Row>) table;
     StructField[] fields = t.schema().fields();
-    int valueFields = fields.length - 3;
-    DataType[] valueTypes = new DataType[valueFields];
-    for (int i = 0; i < valueFields; i++) valueTypes[i] = fields[i + 3].dataType();
+    int keyCode = Columns.code(fields[keyOrd].dataType(), "the table key");
+    int tsCode = Columns.code(fields[tsOrd].dataType(), "the table ts");
+    int[] ords = valueOrds.stream().mapToInt(Integer::intValue).toArray();
+    StructField[] valueFields = new StructField[ords.length];
+    DataType[] valueTypes = new DataType[ords.length];
+    for (int i = 0; i < ords.length; i++) {
+      StructField f = fields[ords[i]];
+      valueFields[i] = new StructField(valueNames.get(i), f.dataType(), true, f.metadata());
+      valueTypes[i] = f.dataType();
+    }
+    Layout layout = new Layout(keyOrd, keyCode, tsOrd, tsCode, tombOrd, ords, valueTypes, nullTsMessage);
     List<Run> runs = t.queryExecution().toRdd().toJavaRDD()
-        .mapPartitions((Iterator<InternalRow> rows) -> Collections.singletonList(pack(rows, valueTypes)).iterator())
+        .mapPartitions((Iterator<InternalRow> rows) -> Collections.singletonList(pack(rows, layout)).iterator())
         .collect();
     Run all = merge(runs, duplicatePrefix, duplicateSuffix);
     long maxTs = Long.MIN_VALUE;
     for (int i = 0; i < all.n; i++) maxTs = Math.max(maxTs, all.ts[i]);
     long now = hasStreamTime ? streamTime : maxTs;
     long bound = saturatingSubtract(now, retention);
-    StructType valueSchema = new StructType(Arrays.copyOfRange(fields, 3, fields.length));
     VersionIndex index = new VersionIndex(all.keys, all.ts, all.tombstone, all.values, all.offsets,
-        valueSchema, hasRetention && all.n > 0, bound);
+        new StructType(valueFields), hasRetention && all.n > 0, bound);
     return JavaSparkContext.fromSparkContext(t.sparkSession().sparkContext()).broadcast(index);
   }
 
+  /** Where the table's columns are, for the tasks that pack it. */
+  static final class Layout implements Serializable {
+    private static final long serialVersionUID = 1L;
+    final int keyOrd;
+    final int keyCode;
+    final int tsOrd;
+    final int tsCode;
+    final int tombOrd;
+    final int[] valueOrds;
+    final DataType[] valueTypes;
+    final String nullTsMessage;
+
+    Layout(int keyOrd, int keyCode, int tsOrd, int tsCode, int tombOrd, int[] valueOrds, DataType[] valueTypes,
+           String nullTsMessage) {
+      this.keyOrd = keyOrd;
+      this.keyCode = keyCode;
+      this.tsOrd = tsOrd;
+      this.tsCode = tsCode;
+      this.tombOrd = tombOrd;
+      this.valueOrds = valueOrds;
+      this.valueTypes = valueTypes;
+      this.nullTsMessage = nullTsMessage;
+    }
+  }
+
   /**
-   * The join: stream laid out as its output columns followed by the lookup key (long, nullable)
-   * and the ts (long, not null). Output: the stream's output columns, then the table's value
-   * columns (null where no version answers; rows without an answer are dropped unless left).
+   * The join: each stream row looks up the version of key keyOrd at ts tsOrd (integer or
+   * timestamp columns, as the table's; a null key matches nothing, a null ts fails naming the
+   * field). Output: every stream column, then the index's value columns (null where no version
+   * answers; rows without an answer are dropped unless left).
    */
-  public static Dataset<Row> probe(Dataset<Row> stream, Broadcast<VersionIndex> index, boolean left) {
+  public static Dataset<Row> probe(Dataset<Row> stream, int keyOrd, int tsOrd, Broadcast<VersionIndex> index,
+                                   boolean left, String nullTsMessage) {
     org.apache.spark.sql.classic.Dataset<Row> s = (org.apache.spark.sql.classic.Dataset<Row>) stream;
     StructField[] streamFields = s.schema().fields();
-    int keyField = streamFields.length - 2;
-    StructField[] valueFieldsArr = index.value().valueSchema().fields();
-    List<StructField> out = new ArrayList<>();
-    DataType[] types = new DataType[keyField + valueFieldsArr.length];
-    for (int i = 0; i < keyField; i++) {
-      out.add(streamFields[i]);
-      types[i] = streamFields[i].dataType();
-    }
-    for (int i = 0; i < valueFieldsArr.length; i++) {
-      StructField f = valueFieldsArr[i];
-      out.add(new StructField(f.name(), f.dataType(), true, f.metadata()));
-      types[keyField + i] = f.dataType();
-    }
+    int keyCode = Columns.code(streamFields[keyOrd].dataType(), "the stream key");
+    int tsCode = Columns.code(streamFields[tsOrd].dataType(), "the stream ts");
+    List<StructField> out = new ArrayList<>(Arrays.asList(streamFields));
+    out.addAll(Arrays.asList(index.value().valueSchema().fields()));
     StructType outSchema = new StructType(out.toArray(new StructField[0]));
-    RDD<InternalRow> rdd = s.queryExecution().toRdd().toJavaRDD().mapPartitions((Iterator<InternalRow> rows) -> {
-      List<Expression> refs = new ArrayList<>();
-      for (int i = 0; i < keyField; i++) refs.add(new BoundReference(i, types[i], true));
-      // The joined row is (stream row with key and ts) ++ (value row): values start at keyField + 2.
-      for (int i = keyField; i < types.length; i++) refs.add(new BoundReference(i + 2, types[i], true));
-      UnsafeProjection project = UnsafeProjection.create(CollectionConverters.asScala(refs).toSeq());
-      return new BatchProbe(rows, index.value(), project, keyField, left);
-    }).rdd();
+    // The rows handed on are (stream row ++ value row) views; the scan over this RDD copies each
+    // into an UnsafeRow before the next one is asked for, so no projection is needed here.
+    RDD<InternalRow> rdd = s.queryExecution().toRdd().toJavaRDD().mapPartitions((Iterator<InternalRow> rows) ->
+        (Iterator<InternalRow>) new BatchProbe(rows, index.value(), keyOrd, keyCode, tsOrd, tsCode, left,
+            nullTsMessage)).rdd();
     return s.sparkSession().internalCreateDataFrame(rdd, outSchema, false);
   }
 
-  static Run pack(Iterator<InternalRow> rows, DataType[] valueTypes) {
+  static Run pack(Iterator<InternalRow> rows, Layout layout) {
     List<Expression> refs = new ArrayList<>();
-    for (int i = 0; i < valueTypes.length; i++) refs.add(new BoundReference(i + 3, valueTypes[i], true));
+    for (int i = 0; i < layout.valueOrds.length; i++) {
+      refs.add(new BoundReference(layout.valueOrds[i], layout.valueTypes[i], true));
+    }
     UnsafeProjection valuesOf = UnsafeProjection.create(CollectionConverters.asScala(refs).toSeq());
     int cap = 1024;
     long[] keys = new long[cap];
@@ -125,6 +151,8 @@ public final class AsOfJoin {
     int used = 0;
     while (rows.hasNext()) {
       InternalRow r = rows.next();
+      if (r.isNullAt(layout.keyOrd)) continue;  // a null key matches nothing
+      if (r.isNullAt(layout.tsOrd)) throw new IllegalArgumentException(layout.nullTsMessage);
       if (n == cap) {
         cap *= 2;
         keys = Arrays.copyOf(keys, cap);
@@ -132,17 +160,18 @@ public final class AsOfJoin {
         tomb = Arrays.copyOf(tomb, cap);
         offsets = Arrays.copyOf(offsets, cap + 1);
       }
-      keys[n] = r.getLong(0);
-      ts[n] = r.getLong(1);
-      tomb[n] = r.getBoolean(2);
+      keys[n] = Columns.read(r, layout.keyOrd, layout.keyCode);
+      ts[n] = Columns.read(r, layout.tsOrd, layout.tsCode);
+      tomb[n] = layout.tombOrd >= 0 && !r.isNullAt(layout.tombOrd) && r.getBoolean(layout.tombOrd);
       UnsafeRow v = valuesOf.apply(r);
       int size = v.getSizeInBytes();
       if ((long) used + size > Integer.MAX_VALUE - 16) {
         throw new IllegalStateException("as-of index: a table partition holds over 2 GiB of values; "
             + "this table is too large to broadcast (use the shuffle strategy)");
       }
-      if (used + size > bytes.length) bytes = Arrays.copyOf(bytes, (int) Math.min(Integer.MAX_VALUE - 16,
-          Math.max(2L * bytes.length, (long) used + size)));
+      if (used + size > bytes.length) {
+        bytes = Arrays.copyOf(bytes, (int) Math.min(Integer.MAX_VALUE - 16, Math.max(2L * bytes.length, (long) used + size)));
+      }
       v.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET + used);
       used += size;
       offsets[++n] = used;
