@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark.sql import DataFrame
 
 from joins.errors import ConfigError
 from joins.operators.stream_table_join.spark_batch import (
@@ -86,10 +87,22 @@ def store_oracle(stream: Sequence[StreamRow], table: Sequence[TableRow], *, how:
     return sorted(out, key=repr)
 
 
-def run(spark: Any, stream: Sequence[StreamRow], table: Sequence[TableRow], **kwargs: Any
-        ) -> list[tuple[int, str | None, int | None]]:
+KEY_AS = {
+    "long": "{c}",
+    "string": "CAST({c} AS STRING)",
+    # A composite key, as the versioned table's lookups pass one.
+    "struct": "CASE WHEN {c} IS NULL THEN NULL ELSE named_struct('n', {c}, 's', CAST({c} % 3 AS STRING)) END",
+}
+
+
+def run(spark: Any, stream: Sequence[StreamRow], table: Sequence[TableRow], key_as: str = "long",
+        **kwargs: Any) -> list[tuple[int, str | None, int | None]]:
     sdf = spark.createDataFrame(list(stream), STREAM_SCHEMA)
     tdf = spark.createDataFrame(list(table), TABLE_SCHEMA)
+    if key_as != "long":
+        as_key = KEY_AS[key_as]
+        sdf = sdf.selectExpr("id", f"{as_key.format(c='k')} AS k", "ts", f"{as_key.format(c='fk')} AS fk")
+        tdf = tdf.selectExpr(f"{as_key.format(c='k')} AS k", "ts", "val", "tomb")
     kwargs.setdefault("tombstone_col", "tomb")
     result = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", **kwargs)
     assert result.columns == ["id", "k", "ts", "fk", "val", "table_valid_from"]
@@ -248,14 +261,21 @@ def test_auto_picks_the_index_for_integer_keys_and_sql_otherwise(spark: Any, tmp
     tdf = spark.read.parquet(str(tmp_path / "t"))
     out = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts")
     assert _root(out) == "LogicalRDD"  # the JVM index's output
-    # String keys: the index cannot key on them; auto uses the SQL plan, an explicit "index" says why.
+    # String keys are hashed into the index; the hidden columns that takes do not show.
     s2 = sdf.selectExpr("id", "CAST(k AS STRING) AS k", "ts")
     t2 = tdf.selectExpr("CAST(k AS STRING) AS k", "ts", "val")
     out = asof_join(s2, t2, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts")
+    assert out.columns == ["id", "k", "ts", "val", "table_valid_from"]
+    assert [(r["id"], r["val"]) for r in out.collect()] == [(0, "a20")]
+    # Double keys cannot be hashed faithfully (-0.0 = 0.0): auto uses the SQL plan, "index" says why.
+    s3 = sdf.selectExpr("id", "CAST(k AS DOUBLE) AS k", "ts")
+    t3 = tdf.selectExpr("CAST(k AS DOUBLE) AS k", "ts", "val")
+    out = asof_join(s3, t3, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts")
     assert _root(out) != "LogicalRDD"
     assert [(r["id"], r["val"]) for r in out.collect()] == [(0, "a20")]
-    with pytest.raises(ConfigError, match="'index' cannot run here: the index keys on integers"):
-        asof_join(s2, t2, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", strategy="index")
+    with pytest.raises(ConfigError, match="'index' cannot run here: the index cannot hash keys of "
+                                          "type double"):
+        asof_join(s3, t3, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", strategy="index")
 
 
 @pytest.mark.skipif(not INDEX_RUNS, reason="JVM helper unavailable")
@@ -268,6 +288,23 @@ def test_index_handles_extreme_and_sparse_keys(spark: Any) -> None:
                                (3, 10**15, 3, None), (4, 1, 100, None), (5, lo + 1, 100, None)]
     got = run(spark, stream, table, how="left", strategy="index")
     assert got == brute_force(stream, table, how="left")
+
+
+@pytest.mark.skipif(not INDEX_RUNS, reason="JVM helper unavailable")
+def test_hashed_keys_check_the_key_itself(spark: Any) -> None:
+    """Hashed keys, driven through the JVM entry points with a forged hash column: a stream key
+    that shares a table key's hash gets no answer, and two table keys sharing one are refused."""
+    entry = jvm.entry(spark)
+    table = spark.createDataFrame([("a", 10, "a10", 7)], "k string, ts long, val string, h long")
+    stream = spark.createDataFrame([(0, "a", 15, 7), (1, "b", 15, 7)], "id long, k string, ts long, h long")
+    args = ["null ts", "dup (", ")"]
+    index = entry.index(table._jdf, 3, 1, -1, [2, 0], ["val", "k_copy"], False, 0, False, 0, *args, 1)
+    joined = DataFrame(entry.probe(stream._jdf, 3, 2, index, True, "null ts", 1, 1), spark)
+    assert sorted((r["id"], r["val"]) for r in joined.collect()) == [(0, "a10"), (1, None)]
+    clash = spark.createDataFrame([("a", 10, "a10", 7), ("b", 11, "b11", 7)],
+                                  "k string, ts long, val string, h long")
+    with pytest.raises(Exception, match="HASH_COLLISION"):
+        entry.index(clash._jdf, 3, 1, -1, [2, 0], ["val", "k_copy"], False, 0, False, 0, *args, 1)
 
 
 def test_hot_key_is_split_over_many_buckets(spark: Any) -> None:
@@ -328,6 +365,7 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
         "use_fk": draw(st.booleans()),
         "versions_per_bucket": draw(st.integers(1, 3)),
         "strategy": draw(st.sampled_from(RUNNABLE)),
+        "key_as": draw(st.sampled_from(["long", "long", "string", "struct"])),
     }
 
 
@@ -341,7 +379,8 @@ def test_matches_brute_force(spark: Any, case: dict[str, Any]) -> None:
                                         retention=case["retention"])
     got = run(spark, case["stream"], case["table"], how=case["how"],
               history_retention_ms=case["retention"], table_key_from="fk" if case["use_fk"] else None,
-              versions_per_bucket=case["versions_per_bucket"], strategy=case["strategy"])
+              versions_per_bucket=case["versions_per_bucket"], strategy=case["strategy"],
+              key_as=case["key_as"])
     assert got == expected
 
 

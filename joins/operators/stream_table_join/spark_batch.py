@@ -11,11 +11,11 @@ duplicate fails the query rather than doubling output rows.
 
 Three strategies with the same answers (docs/asof_join.md):
 
-- "index" (what "auto" picks for integer keys and a table that fits in memory): the table becomes
+- "index" (what "auto" picks for a table that fits in memory): the table becomes
   a version index in the JVM (joins/spark/jvm), sorted by (key, ts) and broadcast; each stream
   partition answers its rows by binary search where they lie. The fastest by far, see
   bench/asof_join.py.
-- "broadcast" / "shuffle": pure Spark SQL, for keys the index cannot take (strings, structs), for
+- "broadcast" / "shuffle": pure Spark SQL, for keys the index cannot take (floating point), for
   sessions without the JVM helper (Spark Connect, no JDK) and for tables too big to broadcast.
 
 The SQL plans ("bucketed validity intervals"):
@@ -86,7 +86,7 @@ class _Plan:
     versions_per_bucket: int
     history_retention_ms: int | None
     table_stream_time: int | None
-    integral_keys: bool  # both keys are integers: the JVM index can key on them directly
+    integral_keys: bool  # both keys are integers: the JVM index keys on them as they are
 
 
 def _config_error(key: str, message: str) -> ConfigError:
@@ -345,7 +345,14 @@ def _index_unusable(plan: _Plan, stream: DataFrame, table: DataFrame) -> str | N
     from joins.spark import jvm
 
     if not plan.integral_keys:
-        return "the index keys on integers; the keys here are not integer columns"
+        stream_key = stream.schema[plan.lookup_key].dataType.simpleString()
+        table_key = table.schema[plan.table_key].dataType.simpleString()
+        if stream_key != table_key:
+            # Other keys are hashed, and equal values of different types hash differently.
+            return f"the stream key is {stream_key} and the table key {table_key}"
+        if any(t in table_key for t in ("float", "double", "map<")):
+            # -0.0 = 0.0 and NaN = NaN in joins but not in a hash; maps have no hash at all.
+            return f"the index cannot hash keys of type {table_key}"
     stream_type = stream.schema[plan.stream_ts].dataType.typeName()
     table_type = table.schema[plan.table_ts].dataType.typeName()
     if plan.ts_kind == "timestamp" and stream_type != table_type:
@@ -354,43 +361,66 @@ def _index_unusable(plan: _Plan, stream: DataFrame, table: DataFrame) -> str | N
     return jvm.unavailable_reason(stream.sparkSession)
 
 
+class _HashCollision(Exception):
+    """Two table keys share a 64-bit hash (astronomically rare): use a plan without the index."""
+
+
 def _index_join(plan: _Plan, stream: DataFrame, table: DataFrame) -> DataFrame:
     """The join through temporaljoins.AsOfJoin (joins/spark/jvm): the table is indexed once (one
     Spark job, now) and broadcast; each stream partition probes it in place. Same answers as the
     SQL plans, by the same rules: the index applies tombstones and the retention bound.
 
     Columns are passed by position and read in the JVM (integer ts as is, timestamps as their
-    microseconds): no projection in front of either side."""
+    microseconds): no projection in front of either side. Integer keys are the index's keys; any
+    other key (a string, a composite key's struct) is hashed to 64 bits on both sides, carried
+    along with each version and compared on every answer, so a hash shared with a stream key
+    absent from the table never answers."""
     from pyspark.sql import DataFrame as _DataFrame
 
     from joins.spark import jvm
 
     spark = stream.sparkSession
+    hashed = f"{RESERVED_PREFIX}hashed_key"
+    key_copy = f"{RESERVED_PREFIX}key"
+    if not plan.integral_keys:
+        def with_hash(df: DataFrame, col: str) -> DataFrame:
+            c = _ident(col)
+            return df.selectExpr("*", f"CASE WHEN {c} IS NULL THEN NULL ELSE xxhash64({c}) END AS {hashed}")
+
+        stream, table = with_hash(stream, plan.lookup_key), with_hash(table, plan.table_key)
     stream_cols, table_cols = stream.columns, table.columns
     value_ords = [table_cols.index(c) for c in plan.value_cols]
     value_names = list(plan.value_cols)
     if plan.valid_from_col is not None:
         value_ords.append(table_cols.index(plan.table_ts))
         value_names.append(plan.valid_from_col)
+    key_check_field = -1
+    if not plan.integral_keys:
+        key_check_field = len(value_ords)
+        value_ords.append(table_cols.index(plan.table_key))
+        value_names.append(key_copy)
+    index_key = hashed if not plan.integral_keys else plan.table_key
+    probe_key = hashed if not plan.integral_keys else plan.lookup_key
     unit = _time_unit(plan)
     retention = plan.history_retention_ms
     stream_time = plan.table_stream_time
     entry = jvm.entry(spark)
     try:
         index = entry.index(
-            table._jdf, table_cols.index(plan.table_key), table_cols.index(plan.table_ts),
+            table._jdf, table_cols.index(index_key), table_cols.index(plan.table_ts),
             table_cols.index(plan.tombstone_col) if plan.tombstone_col else -1, value_ords, value_names,
             retention is not None, (retention or 0) * unit,
             stream_time is not None, (stream_time or 0) * unit,
             f"{OPERATOR}: table record with null field {plan.table_ts!r} (table_ts)",
             f"{OPERATOR}: the table holds two versions with the same ({plan.table_key}, {plan.table_ts}) = (",
-            "); a versioned table keeps one row per (key, ts)")
+            "); a versioned table keeps one row per (key, ts)", key_check_field)
     except Exception as exc:
         raise _java_error(exc) from None
-    joined = entry.probe(stream._jdf, stream_cols.index(plan.lookup_key), stream_cols.index(plan.stream_ts),
-                         index, plan.how == "left",
-                         f"{OPERATOR}: stream record with null field {plan.stream_ts!r} (stream_ts)")
-    return _DataFrame(joined, spark)
+    joined = _DataFrame(entry.probe(
+        stream._jdf, stream_cols.index(probe_key), stream_cols.index(plan.stream_ts), index,
+        plan.how == "left", f"{OPERATOR}: stream record with null field {plan.stream_ts!r} (stream_ts)",
+        stream_cols.index(plan.lookup_key) if not plan.integral_keys else -1, key_check_field), spark)
+    return joined if plan.integral_keys else joined.drop(hashed, key_copy)
 
 
 def _java_error(exc: Exception) -> Exception:
@@ -403,6 +433,8 @@ def _java_error(exc: Exception) -> Exception:
         return exc
     name = java.getClass().getName()
     message = str(java.getMessage())
+    if message.startswith("HASH_COLLISION"):
+        return _HashCollision(message)
     if name == "java.lang.IllegalArgumentException":
         return InputRecordError(message)
     if name == "java.lang.IllegalStateException":
@@ -439,7 +471,8 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
         candidates per lookup, a larger bucketed table).
     strategy: how the table reaches the stream rows (docs/asof_join.md):
         "index": the table is indexed in memory (by key, then ts) and broadcast, each stream row
-            answered by a binary search in the JVM (joins/spark/jvm). Fastest; integer keys, a
+            answered by a binary search in the JVM (joins/spark/jvm). Fastest; keys of one type
+            on both sides and not floating point (non-integer keys are hashed and checked), a
             table that fits in memory, and a session from joins.spark.get_spark. The index is
             built when this function is called (one Spark job over the table); the join stays
             lazy.
@@ -459,17 +492,24 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
                      tombstone_col=tombstone_col, table_key_from=table_key_from,
                      valid_from_col=valid_from_col, versions_per_bucket=versions_per_bucket,
                      strategy=strategy)
+    index_failed = False
     if strategy == "index":
         reason = _index_unusable(plan, stream, table)
         if reason is not None:
             raise _config_error("strategy", f"'index' cannot run here: {reason}; use 'auto', "
                                             "'broadcast' or 'shuffle'")
-        return _index_join(plan, stream, table)
+        try:
+            return _index_join(plan, stream, table)
+        except _HashCollision:
+            index_failed, strategy = True, "auto"
     if strategy == "auto":
         size = _estimated_bytes(table)
         small = size is not None and size <= broadcast_max_bytes
-        if small and _index_unusable(plan, stream, table) is None:
-            return _index_join(plan, stream, table)
+        if small and not index_failed and _index_unusable(plan, stream, table) is None:
+            try:
+                return _index_join(plan, stream, table)
+            except _HashCollision:
+                pass
         broadcast = small
     else:
         broadcast = strategy == "broadcast"

@@ -13,7 +13,11 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.EqualNullSafe;
+import org.apache.spark.sql.catalyst.expressions.JoinedRow;
+import org.apache.spark.sql.catalyst.expressions.Predicate;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
@@ -55,12 +59,15 @@ public final class AsOfJoin {
    *
    * @param retention history retention in ts units, when hasRetention
    * @param streamTime the table's stream time in ts units, when hasStreamTime; else its max ts
+   * @param keyCheckField -1 when keyOrd is the key itself; else keyOrd holds a 64-bit hash of the
+   *     key and value field keyCheckField the key: two keys sharing a hash fail with HASH_COLLISION
+   *     (the caller falls back to a plan without the index), and probes compare the key itself.
    */
   public static Broadcast<VersionIndex> index(Dataset<Row> table, int keyOrd, int tsOrd, int tombOrd,
                                                List<Integer> valueOrds, List<String> valueNames,
                                                boolean hasRetention, long retention, boolean hasStreamTime,
                                                long streamTime, String nullTsMessage, String duplicatePrefix,
-                                               String duplicateSuffix) {
+                                               String duplicateSuffix, int keyCheckField) {
     org.apache.spark.sql.classic.Dataset<Row> t = (org.apache.spark.sql.classic.Dataset<Row>) table;
     StructField[] fields = t.schema().fields();
     int keyCode = Columns.code(fields[keyOrd].dataType(), "the table key");
@@ -78,6 +85,7 @@ public final class AsOfJoin {
         .mapPartitions((Iterator<InternalRow> rows) -> Collections.singletonList(pack(rows, layout)).iterator())
         .collect();
     Run all = merge(runs, duplicatePrefix, duplicateSuffix);
+    if (keyCheckField >= 0) checkNoCollision(all, valueTypes, keyCheckField);
     long maxTs = Long.MIN_VALUE;
     for (int i = 0; i < all.n; i++) maxTs = Math.max(maxTs, all.ts[i]);
     long now = hasStreamTime ? streamTime : maxTs;
@@ -119,7 +127,7 @@ public final class AsOfJoin {
    * answers; rows without an answer are dropped unless left).
    */
   public static Dataset<Row> probe(Dataset<Row> stream, int keyOrd, int tsOrd, Broadcast<VersionIndex> index,
-                                   boolean left, String nullTsMessage) {
+                                   boolean left, String nullTsMessage, int keyCheckOrd, int keyCheckField) {
     org.apache.spark.sql.classic.Dataset<Row> s = (org.apache.spark.sql.classic.Dataset<Row>) stream;
     StructField[] streamFields = s.schema().fields();
     int keyCode = Columns.code(streamFields[keyOrd].dataType(), "the stream key");
@@ -131,8 +139,39 @@ public final class AsOfJoin {
     // into an UnsafeRow before the next one is asked for, so no projection is needed here.
     RDD<InternalRow> rdd = s.queryExecution().toRdd().toJavaRDD().mapPartitions((Iterator<InternalRow> rows) ->
         (Iterator<InternalRow>) new BatchProbe(rows, index.value(), keyOrd, keyCode, tsOrd, tsCode, left,
-            nullTsMessage)).rdd();
+            nullTsMessage, keyCheck(streamFields, keyCheckOrd, keyCheckField))).rdd();
     return s.sparkSession().internalCreateDataFrame(rdd, outSchema, false);
+  }
+
+  /** The probe's check that a hashed key's answer is for the key itself: stream key <=> value key. */
+  static Expression keyCheck(StructField[] streamFields, int keyCheckOrd, int keyCheckField) {
+    if (keyCheckOrd < 0) return null;
+    DataType type = streamFields[keyCheckOrd].dataType();
+    return new EqualNullSafe(new BoundReference(keyCheckOrd, type, true),
+        new BoundReference(streamFields.length + keyCheckField, type, true));
+  }
+
+  /** Versions sharing a hashed key must share the key itself. */
+  static void checkNoCollision(Run all, DataType[] valueTypes, int keyCheckField) {
+    DataType type = valueTypes[keyCheckField];
+    BasePredicate same = Predicate.create(new EqualNullSafe(new BoundReference(keyCheckField, type, true),
+        new BoundReference(valueTypes.length + keyCheckField, type, true)));
+    same.initialize(0);
+    UnsafeRow first = new UnsafeRow(valueTypes.length);
+    UnsafeRow other = new UnsafeRow(valueTypes.length);
+    JoinedRow pair = new JoinedRow();
+    int start = 0;
+    for (int i = 1; i < all.n; i++) {
+      if (all.keys[i] != all.keys[start]) {
+        start = i;
+        continue;
+      }
+      first.pointTo(all.values, Platform.BYTE_ARRAY_OFFSET + all.offsets[start], all.offsets[start + 1] - all.offsets[start]);
+      other.pointTo(all.values, Platform.BYTE_ARRAY_OFFSET + all.offsets[i], all.offsets[i + 1] - all.offsets[i]);
+      if (!same.eval(pair.apply(first, other))) {
+        throw new IllegalStateException("HASH_COLLISION: two table keys share the 64-bit hash " + all.keys[i]);
+      }
+    }
   }
 
   static Run pack(Iterator<InternalRow> rows, Layout layout) {

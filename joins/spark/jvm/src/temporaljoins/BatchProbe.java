@@ -3,8 +3,11 @@ package temporaljoins;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
+import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.JoinedRow;
+import org.apache.spark.sql.catalyst.expressions.Predicate;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 
 /**
@@ -29,6 +32,7 @@ final class BatchProbe implements Iterator<InternalRow> {
   private final int tsCode;
   private final boolean left;
   private final String nullTsMessage;
+  private final BasePredicate sameKey;  // null unless keys are hashed: then the key itself must match
   private final InternalRow[] batch = new InternalRow[BATCH];
   private final long[] ranges = new long[BATCH];
   private final int[] found = new int[BATCH];
@@ -40,7 +44,7 @@ final class BatchProbe implements Iterator<InternalRow> {
   private int sink;  // keeps the touch pass from being optimised away
 
   BatchProbe(Iterator<InternalRow> rows, VersionIndex index, int keyOrd, int keyCode, int tsOrd, int tsCode,
-             boolean left, String nullTsMessage) {
+             boolean left, String nullTsMessage, Expression keyCheck) {
     this.rows = rows;
     this.index = index;
     this.keyOrd = keyOrd;
@@ -49,6 +53,12 @@ final class BatchProbe implements Iterator<InternalRow> {
     this.tsCode = tsCode;
     this.left = left;
     this.nullTsMessage = nullTsMessage;
+    if (keyCheck == null) {
+      this.sameKey = null;
+    } else {
+      this.sameKey = Predicate.create(keyCheck);
+      this.sameKey.initialize(0);
+    }
     this.value = new UnsafeRow(index.valueFields());
     this.nulls = new GenericInternalRow(index.valueFields());
   }
@@ -73,6 +83,15 @@ final class BatchProbe implements Iterator<InternalRow> {
       if (found[i] >= 0) touched += index.touch(found[i]);
     }
     sink += touched;
+    if (sameKey != null) {
+      // A hashed key: the answer is for this key only if the keys themselves are equal (a stream
+      // key absent from the table may share a table key's hash).
+      for (int i = 0; i < size; i++) {
+        if (found[i] < 0) continue;
+        index.pointTo(value, found[i]);
+        if (!sameKey.eval(joined.apply(batch[i], value))) found[i] = -1;
+      }
+    }
   }
 
   @Override
