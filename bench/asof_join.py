@@ -6,8 +6,11 @@ Spark equi-join + window, and Tempo's asofJoin, on the same Parquet data (bench/
 Every engine computes the same inner as-of join (each event gets the version of its key with
 the largest ts <= the event ts) and is timed end to end: read the Parquet files, plan, run,
 materialize every output column. Spark writes the result to the `noop` sink; DuckDB and polars
-aggregate every output column. `--warmup` untimed runs come first (the JVM compiles hot code
-during the first runs; a long-lived cluster has done so). The median of `--runs` runs is
+aggregate every output column. Untimed runs come first: `--jvm-warmup-rounds` rounds of every
+Spark engine on a small data set, then `--warmup` runs of each engine on the data it is timed on.
+The JVM compiles hot code during the first runs, as a long-lived cluster has long done; measured
+here, with 3 small rounds and 2 runs the first Spark engine timed still ran at 2x the time the
+same engine took later in the same process. The median of `--runs` runs is
 reported with its ratio to DuckDB's median from the same invocation, printed as a table and
 saved to bench/results/asof_join.json. Row counts must agree across engines, or the run fails.
 
@@ -196,7 +199,7 @@ def _spark_engine(spark: SparkSession, build: Callable[[], DataFrame], *, runs: 
         res.status, res.note = "timeout", str(exc)
 
 
-def _warm_jvm(spark: SparkSession, engines: list[str]) -> None:
+def _warm_jvm(spark: SparkSession, engines: list[str], rounds: int) -> None:
     """Run every Spark engine a few times on a small data set first: the JVM compiles the hot
     paths during the first runs, and without this the engine timed first would pay for it."""
     ds = generate(data_set(100_000, 10_000, "uniform"))
@@ -206,7 +209,7 @@ def _warm_jvm(spark: SparkSession, engines: list[str]) -> None:
         "tempo": lambda: tempo_asof(spark, ds),
     }
     print("warming up the JVM on", ds.name, flush=True)
-    for _ in range(3):
+    for _ in range(rounds):
         for engine in engines:
             with contextlib.suppress(ImportError):  # tempo may be absent
                 builders[engine]().write.format("noop").mode("overwrite").save()
@@ -289,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dists", default="uniform,skewed")
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=5, help="untimed runs per engine and data set")
+    parser.add_argument("--jvm-warmup-rounds", type=int, default=10,
+                        help="rounds of every Spark engine on a small data set before any timing")
     parser.add_argument("--timeout", type=float, default=120.0, help="per Spark run, seconds")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     parser.add_argument("--no-jvm-warmup", dest="jvm_warmup", action="store_false",
@@ -308,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         spark = get_spark(SparkSettings(shuffle_partitions=args.shuffle_partitions, driver_memory="8g"))
 
     if spark is not None and args.jvm_warmup:
-        _warm_jvm(spark, [e for e in engines if e.startswith(("spark", "tempo"))])
+        _warm_jvm(spark, [e for e in engines if e.startswith(("spark", "tempo"))], args.jvm_warmup_rounds)
     machine_before = _machine()
     results: list[Result] = []
     for size in args.sizes.split(","):
