@@ -9,8 +9,8 @@ The classes are compiled here, on first use, against the jars of the installed p
 Central is not needed, only `javac` from a JDK 17+), into build/ next to this file; the jar's name
 carries a hash of the sources and the Spark version, so an edit or a Spark upgrade rebuilds it.
 `get_spark` puts the jar on `spark.jars`, which ships it to a cluster's executors too. Where no
-`javac` is found, or the session is Spark Connect, `available()` says no and the callers use
-their pure-SQL plans instead; `unavailable_reason()` says why.
+`javac` is found, or the session is Spark Connect, the callers use their pure-SQL plans instead;
+`unavailable_reason()` says why.
 """
 
 from __future__ import annotations
@@ -129,10 +129,6 @@ def unavailable_reason(spark: SparkSession | None = None) -> str | None:
         return (f"class {PROBE_CLASS} is not on this session's classpath: the session was not built "
                 "by joins.spark.get_spark; add the jar from joins.spark.jvm.jar_path() to spark.jars")
     return None
-
-
-def available(spark: SparkSession) -> bool:
-    return unavailable_reason(spark) is None
 
 
 _loaded_in: dict[int, bool] = {}

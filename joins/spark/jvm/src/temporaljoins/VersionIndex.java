@@ -9,8 +9,8 @@ import org.apache.spark.unsafe.Platform;
  * A versioned table held in memory for as-of lookups: every version sorted by (key, ts), a map from
  * key to its run of versions, and each version's value columns as UnsafeRow bytes in one array.
  *
- * <p>get(key, t) is seed 000's versioned-store get: the version of the key with the largest
- * ts <= t; a tombstone answers nothing; past history retention (t < bound) only the key's latest
+ * <p>search(range(key), t) is seed 000's versioned-store get: the version of the key with the
+ * largest ts <= t; a tombstone answers nothing; past history retention (t < bound) only the key's latest
  * version answers (it never expires).
  *
  * <p>Keys that are dense integers (span at most 4x the number of keys) are addressed directly, as
@@ -124,11 +124,6 @@ public final class VersionIndex implements Serializable {
     return p;
   }
 
-  /** get(key, t): the answering version, or -1. */
-  public int get(long key, long t) {
-    return search(range(key), t);
-  }
-
   /** Reads the first byte of version p's values, so that they are in cache when copied. */
   byte touch(int p) {
     return values[valueOffsets[p]];
@@ -138,10 +133,6 @@ public final class VersionIndex implements Serializable {
   void pointTo(UnsafeRow row, int p) {
     int off = valueOffsets[p];
     row.pointTo(values, Platform.BYTE_ARRAY_OFFSET + off, valueOffsets[p + 1] - off);
-  }
-
-  public long versionTs(int p) {
-    return ts[p];
   }
 
   public int valueFields() {
@@ -155,10 +146,5 @@ public final class VersionIndex implements Serializable {
 
   public int size() {
     return ts.length;
-  }
-
-  public long bytes() {
-    long slotsBytes = starts != null ? 4L * starts.length : 8L * slots.length;
-    return slotsBytes + 9L * ts.length + values.length + 4L * valueOffsets.length;
   }
 }
