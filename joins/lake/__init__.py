@@ -5,9 +5,16 @@ in the project that imports `deltalake`.
     read_delta / read_changes      Delta table (version, timestamp, increment) -> DataFrame
     write_delta                    DataFrame -> one Delta commit, idempotent with an AppTxn
     vacuum_orphans                 remove files of writes that never committed
+    Lease                          one writer at a time (a join, an ingest source)
 """
 
-from joins.lake.errors import LakeError, SchemaMismatchError, UnsupportedTableError
+from joins.lake.errors import (
+    ConcurrentCommitError,
+    LakeError,
+    SchemaMismatchError,
+    UnsupportedTableError,
+)
+from joins.lake.lease import Lease, LeaseLostError, LeaseRecord, WriterBusyError
 from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.read import read_changes, read_delta
 from joins.lake.table import delta_version, table_exists, table_schema, txn_version
@@ -17,9 +24,14 @@ from joins.lake.write import write_delta
 __all__ = [
     "AppTxn",
     "CommitInfo",
+    "ConcurrentCommitError",
     "LakeError",
+    "Lease",
+    "LeaseLostError",
+    "LeaseRecord",
     "SchemaMismatchError",
     "UnsupportedTableError",
+    "WriterBusyError",
     "delta_version",
     "read_changes",
     "read_delta",

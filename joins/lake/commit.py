@@ -50,18 +50,23 @@ class CommitRequest:
     app_txn: AppTxn | None
     write_id: str
     commit_message: str | None
+    # Land as exactly version snapshot.version + 1 or fail (no retry over a concurrent commit).
+    guarded: bool = False
+    # Delta table properties of a table this commit creates (ignored for an existing table).
+    configuration: dict[str, str] | None = None
 
 
 def _delta_schema(schema: T.StructType) -> Schema:
     return Schema.from_json(schema.json())
 
 
-def _properties(req: CommitRequest) -> CommitProperties:
+def _properties(req: CommitRequest, *, retries: bool) -> CommitProperties:
     metadata: dict[str, Any] = {WRITE_ID_KEY: req.write_id}
     if req.commit_message is not None:
         metadata["userMetadata"] = req.commit_message
     txns = [Transaction(req.app_txn.app_id, req.app_txn.version)] if req.app_txn else None
-    return CommitProperties(custom_metadata=metadata, app_transactions=txns)
+    return CommitProperties(custom_metadata=metadata, app_transactions=txns,
+                            max_commit_retries=None if retries else 0)
 
 
 def commit_files(req: CommitRequest) -> None:
@@ -70,9 +75,12 @@ def commit_files(req: CommitRequest) -> None:
     adds = [AddAction(f.path, f.size, dict(f.partition_values), f.modification_time, True, f.stats)
             for f in req.files]
     if req.snapshot is None:
+        # No retries: delta-rs would otherwise "retry" a lost creation race as version 1 and
+        # land both writers' files (seen with two processes).
         create_table_with_add_actions(
             req.loc.delta_uri, _delta_schema(req.schema), adds, mode="error",
-            partition_by=req.partition_by or None, commit_properties=_properties(req))
+            partition_by=req.partition_by or None, configuration=req.configuration or None,
+            commit_properties=_properties(req, retries=False))
         return
     table = req.snapshot.table
     if req.new_columns:
@@ -84,7 +92,8 @@ def commit_files(req: CommitRequest) -> None:
         table = DeltaTable(req.loc.delta_uri)
     table.create_write_transaction(
         adds, req.mode, _delta_schema(req.schema), partition_by=req.partition_by or None,
-        partition_filters=req.partition_filters, commit_properties=_properties(req))
+        partition_filters=req.partition_filters,
+        commit_properties=_properties(req, retries=not req.guarded))
 
 
 def find_commit(loc: TableLocation, write_id: str, after_version: int | None) -> int | None:

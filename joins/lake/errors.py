@@ -24,3 +24,8 @@ class SchemaMismatchError(LakeError):
 class UnsupportedTableError(LakeError):
     """The table uses a Delta feature this layer cannot honour (deletion vectors, column
     mapping, constraints...). Refusing beats returning wrong rows or writing a bad commit."""
+
+
+class ConcurrentCommitError(LakeError):
+    """A version-guarded commit found that another writer committed to the table since the
+    version it was planned against; nothing was committed."""

@@ -17,6 +17,7 @@ it cannot tell whether the commit landed; then it leaves them for `vacuum_orphan
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -32,7 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from joins.lake import commit as _commit
-from joins.lake.errors import LakeError
+from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.location import TableLocation
 from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.read import partition_filter_strings
@@ -60,7 +61,8 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
                 partition_by: list[str] | None = None,
                 replace_partitions: Mapping[str, Sequence[Any]] | None = None,
                 app_txn: AppTxn | None = None, schema_mode: SchemaMode = "enforce",
-                commit_message: str | None = None) -> CommitInfo:
+                commit_message: str | None = None, expected_version: int | None = None,
+                configuration: Mapping[str, str] | None = None) -> CommitInfo:
     """Write `df` to the Delta table at `path` in one commit (creating the table if needed).
 
     mode: "append" adds files; "overwrite" replaces the table's files, or with
@@ -70,10 +72,15 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         written and CommitInfo(skipped=True) comes back.
     schema_mode: "enforce" refuses columns the table lacks or of another type; "merge" adds
         new columns (nullable). Table columns missing from the data are written as nulls.
+    expected_version: the commit must be version `expected_version + 1`: if anything else
+        committed to the table since that version (before or during this write), nothing is
+        committed and ConcurrentCommitError says so. -1 expects no table yet.
+    configuration: Delta table properties set when this write creates the table.
     """
     loc = TableLocation.of(path)
     _check_arguments(loc, mode, schema_mode, replace_partitions, app_txn, partition_by)
     snap = open_snapshot(loc, missing_ok=True)
+    _check_expected(loc, snap, expected_version)
     if snap is not None:
         snap.check_writable(overwrite=mode == "overwrite")
         if app_txn is not None and _already_committed(snap, app_txn):
@@ -95,13 +102,29 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
     _remove_quietly(loc, [], staging)
     if replace is not None:
         _check_replaced(loc, moved, replace)
+    if expected_version is not None and plan.new_columns:
+        _remove_quietly(loc, [f.path for f in moved], None)
+        raise LakeError(f"{loc}: a version-guarded write cannot add columns "
+                        f"({[f.name for f in plan.new_columns]}); nothing was committed")
     request = _commit.CommitRequest(
         loc=loc, snapshot=snap, schema=plan.schema, partition_by=plan.partition_by,
         new_columns=plan.new_columns, files=moved, mode=mode,
         partition_filters=[(k, "in", sorted(v)) for k, v in sorted(replace.items())]
         if replace else None,
-        app_txn=app_txn, write_id=write_id, commit_message=commit_message)
-    return _commit_or_clean(request)
+        app_txn=app_txn, write_id=write_id, commit_message=commit_message,
+        guarded=expected_version is not None,
+        configuration=dict(configuration) if configuration else None)
+    return _commit_or_clean(request, schema_mode=schema_mode)
+
+
+def _check_expected(loc: TableLocation, snap: Snapshot | None, expected: int | None) -> None:
+    if expected is None:
+        return
+    actual = -1 if snap is None else snap.version
+    if actual != expected:
+        raise ConcurrentCommitError(
+            f"{loc}: expected the table at version {expected} but it is at {actual}: another "
+            "writer committed meanwhile; nothing was committed")
 
 
 def _check_arguments(loc: TableLocation, mode: str, schema_mode: str,
@@ -222,7 +245,7 @@ def _check_replaced(loc: TableLocation, files: list[_commit.StagedFile],
                     f"replace_partitions[{column!r}]={sorted(allowed)}; nothing was committed")
 
 
-def _commit_or_clean(request: _commit.CommitRequest) -> CommitInfo:
+def _commit_or_clean(request: _commit.CommitRequest, *, schema_mode: SchemaMode) -> CommitInfo:
     loc, files = request.loc, request.files
     read_version = request.snapshot.version if request.snapshot is not None else None
     rows = sum(f.num_records for f in files)
@@ -242,13 +265,43 @@ def _commit_or_clean(request: _commit.CommitRequest) -> CommitInfo:
             raise LakeError(f"{loc}: commit failed ({exc}) and the log cannot tell whether it "
                             "landed; its files stay for vacuum_orphans") from exc
         if landed is None:
-            _remove_quietly(loc, [f.path for f in files], None)
             if app_txn is not None and _already_committed_at(loc, app_txn):
+                _remove_quietly(loc, [f.path for f in files], None)
                 return CommitInfo(version=None, skipped=True, files=0, rows=0)
+            if request.snapshot is None and not request.guarded:
+                # Lost the race to create the table: commit the same files into the winner's
+                # table, under its schema rules, as a writer that found the table would.
+                retried = _retry_on_created(request, schema_mode)
+                if retried is not None:
+                    return retried
+            _remove_quietly(loc, [f.path for f in files], None)
+            if request.guarded:
+                raise ConcurrentCommitError(
+                    f"{loc}: another writer committed to the table meanwhile; nothing was "
+                    f"committed ({exc})") from exc
             raise LakeError(f"{loc}: commit failed, nothing was written: {exc}") from exc
         return CommitInfo(version=landed, skipped=False, files=len(files), rows=rows)
     version = _commit.find_commit(loc, request.write_id, read_version)
     return CommitInfo(version=version, skipped=False, files=len(files), rows=rows)
+
+
+def _retry_on_created(request: _commit.CommitRequest, schema_mode: SchemaMode) -> CommitInfo | None:
+    fresh = open_snapshot(request.loc, missing_ok=True)
+    if fresh is None:
+        return None
+    try:
+        fresh.check_writable(overwrite=request.mode == "overwrite")
+        plan = plan_write(request.schema, fresh.schema, fresh.partition_by,
+                          partition_by=request.partition_by, schema_mode=schema_mode,
+                          table=str(request.loc))
+    except LakeError:
+        _remove_quietly(request.loc, [f.path for f in request.files], None)
+        raise
+    if plan.partition_by != request.partition_by:
+        return None
+    retry = dataclasses.replace(request, snapshot=fresh, schema=plan.schema,
+                                new_columns=plan.new_columns)
+    return _commit_or_clean(retry, schema_mode=schema_mode)
 
 
 def _already_committed_at(loc: TableLocation, app_txn: AppTxn) -> bool:

@@ -1,0 +1,225 @@
+"""A writer lease: one writer of a join (or of an ingest source) at a time, on any store Delta
+tables live on.
+
+The lease is a Delta table of empty commits; each commit's `commitInfo` carries one lease record
+(owner, purpose, acquired, expires, released). The only primitive is the one every Delta writer
+relies on: version v+1 of a log can be written once (put-if-absent). Acquiring means reading the
+latest version v, finding its record free (released or expired) and committing v+1 with
+retries disabled: of two contenders exactly one wins, the other re-reads and sees the winner.
+Renewal and release are commits of the same kind, so a holder whose lease expired and was
+taken over learns it at its next renewal or `check()`.
+
+A lease alone cannot stop a paused holder from committing after it expired (no lock can); the
+callers add what makes that harmless: a micro-batch's commits are idempotent and deterministic
+(app transactions, pinned inputs), and a backfill's partition replace is a commit guarded by
+the output table's version (`write_delta(expected_version=...)`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+from deltalake import CommitProperties, DeltaTable, Field, Schema
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+from deltalake.transaction import create_table_with_add_actions
+
+from joins.lake.errors import LakeError
+from joins.lake.location import TableLocation
+
+LEASE_KEY = "temporalJoins.lease"
+# A lease log holds no data; a one-column schema is what Delta needs to be a table.
+_SCHEMA = Schema([Field("lease", "string")])
+# Lease commits are many and tiny: keep their log short.
+_CONFIGURATION = {"delta.logRetentionDuration": "interval 1 days", "delta.checkpointInterval": "50"}
+
+
+class WriterBusyError(LakeError):
+    """Another writer holds the lease (after waiting as long as asked)."""
+
+    def __init__(self, message: str, holder: LeaseRecord) -> None:
+        self.holder = holder
+        super().__init__(message)
+
+
+class LeaseLostError(LakeError):
+    """This writer's lease expired and another writer took it over: stop before committing."""
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    owner: str
+    purpose: str
+    acquired_ms: int
+    expires_ms: int
+    released: bool = False
+
+    def held_at(self, now_ms: int) -> bool:
+        return not self.released and self.expires_ms > now_ms
+
+    def describe(self, now_ms: int) -> str:
+        age = (now_ms - self.acquired_ms) / 1000
+        left = (self.expires_ms - now_ms) / 1000
+        return (f"{self.purpose} by {self.owner}, running for {age:.1f} s (lease expires in "
+                f"{left:.0f} s unless renewed)")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def new_owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Lease:
+    """The lease at `path` (a Delta table created on first use), held as `owner`."""
+
+    def __init__(self, path: str, *, purpose: str, ttl_s: float = 300.0,
+                 owner: str | None = None) -> None:
+        if ttl_s <= 0:
+            raise LakeError(f"lease ttl must be > 0 s, got {ttl_s}")
+        self.loc = TableLocation.of(path)
+        self.purpose = purpose
+        self.ttl_ms = int(ttl_s * 1000)
+        self.owner = owner or new_owner_id()
+        self._held = False
+        self._lost: str | None = None
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def current(self) -> tuple[int | None, LeaseRecord | None]:
+        """(latest log version, its lease record); (None, None) before the first lease."""
+        try:
+            table = DeltaTable(self.loc.delta_uri)
+        except TableNotFoundError:
+            return None, None
+        except DeltaError as exc:
+            raise LakeError(f"{self.loc}: cannot read the writer lease: {exc}") from exc
+        version = table.version()
+        info = table.history(1)
+        raw = info[0].get(LEASE_KEY) if info else None
+        if raw is None:
+            return version, None
+        return version, LeaseRecord(**json.loads(raw))
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _record(self, *, acquired_ms: int, released: bool = False) -> LeaseRecord:
+        return LeaseRecord(owner=self.owner, purpose=self.purpose, acquired_ms=acquired_ms,
+                           expires_ms=_now_ms() + self.ttl_ms, released=released)
+
+    def _commit(self, after: int | None, record: LeaseRecord) -> bool:
+        """Commit `record` as version after+1 (0 when None); False if another commit won."""
+        props = CommitProperties(custom_metadata={LEASE_KEY: json.dumps(asdict(record))},
+                                 max_commit_retries=0)
+        try:
+            if after is None:
+                create_table_with_add_actions(self.loc.delta_uri, _SCHEMA, [], mode="error",
+                                              configuration=_CONFIGURATION, commit_properties=props)
+            else:
+                table = DeltaTable(self.loc.delta_uri, version=after)
+                table.create_write_transaction([], "append", _SCHEMA, commit_properties=props)
+        except CommitFailedError:
+            return False
+        except DeltaError as exc:
+            if after is None and "exists" in str(exc).lower():
+                return False
+            raise LakeError(f"{self.loc}: cannot write the writer lease: {exc}") from exc
+        return True
+
+    def try_acquire(self) -> LeaseRecord | None:
+        """Take the lease if it is free; else the holder's record (one attempt per free
+        version: a lost race is followed by a re-read)."""
+        while True:
+            version, record = self.current()
+            now = _now_ms()
+            if record is not None and record.held_at(now) and record.owner != self.owner:
+                return record
+            acquired = record.acquired_ms if record is not None and record.owner == self.owner \
+                and record.held_at(now) else now
+            if self._commit(version, self._record(acquired_ms=acquired)):
+                self._held, self._lost = True, None
+                return None
+
+    def acquire(self, *, wait_s: float = 0.0, poll_s: float = 0.2,
+                on_wait: Callable[[LeaseRecord], None] | None = None) -> None:
+        """Take the lease, waiting up to `wait_s` for the holder; WriterBusyError after that."""
+        deadline = time.monotonic() + wait_s
+        told = False
+        while True:
+            holder = self.try_acquire()
+            if holder is None:
+                return
+            if time.monotonic() >= deadline:
+                raise WriterBusyError(
+                    f"{self.loc}: another writer is running: {holder.describe(_now_ms())}; "
+                    f"waited {wait_s:.0f} s", holder)
+            if on_wait is not None and not told:
+                on_wait(holder)
+                told = True
+            time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())) or poll_s)
+
+    def check(self) -> None:
+        """Raise LeaseLostError unless this writer still holds the lease (call before commits)."""
+        if self._lost is not None:
+            raise LeaseLostError(self._lost)
+        _, record = self.current()
+        if record is None or record.owner != self.owner or not record.held_at(_now_ms()):
+            holder = "nobody" if record is None else record.describe(_now_ms())
+            self._lost = (f"{self.loc}: this writer ({self.owner}, {self.purpose}) no longer holds "
+                          f"the lease (now: {holder}); nothing more is committed")
+            raise LeaseLostError(self._lost)
+
+    def renew(self) -> None:
+        version, record = self.current()
+        if record is None or record.owner != self.owner or record.released:
+            self.check()
+            return
+        if not self._commit(version, self._record(acquired_ms=record.acquired_ms)):
+            self.check()  # someone else committed: still ours only if their commit says so
+
+    def release(self) -> None:
+        if not self._held:
+            return
+        self._held = False
+        for _ in range(5):
+            version, record = self.current()
+            if record is None or record.owner != self.owner or record.released:
+                return  # taken over meanwhile: nothing of ours to release
+            if self._commit(version, LeaseRecord(self.owner, self.purpose, record.acquired_ms,
+                                                 _now_ms(), released=True)):
+                return
+
+    @contextmanager
+    def held(self, *, wait_s: float = 0.0,
+             on_wait: Callable[[LeaseRecord], None] | None = None) -> Iterator[Lease]:
+        """Hold the lease for the block, renewing it in the background every ttl/3."""
+        self.acquire(wait_s=wait_s, on_wait=on_wait)
+        stop = threading.Event()
+
+        def renew_until_stopped() -> None:
+            while not stop.wait(self.ttl_ms / 3000):
+                try:
+                    self.renew()
+                except LeaseLostError as exc:
+                    self._lost = str(exc)
+                    return
+                except LakeError:
+                    continue  # a transient store error: the next renewal tries again
+
+        renewer = threading.Thread(target=renew_until_stopped, name="tj-lease-renewal", daemon=True)
+        renewer.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            renewer.join()
+            self.release()

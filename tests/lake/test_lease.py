@@ -1,0 +1,80 @@
+"""The writer lease: one holder at a time, across processes; expiry, takeover, fencing."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from pathlib import Path
+
+import pytest
+
+from joins.lake import Lease, LeaseLostError, WriterBusyError
+
+
+def test_acquire_release_and_busy(tmp_path: Path) -> None:
+    path = str(tmp_path / "lease")
+    a = Lease(path, purpose="micro-batch 1", owner="a")
+    b = Lease(path, purpose="backfill", owner="b")
+    a.acquire()
+    with pytest.raises(WriterBusyError, match=r"micro-batch 1 by a") as busy:
+        b.acquire(wait_s=0.3)
+    assert busy.value.holder.owner == "a"
+    a.check()
+    a.release()
+    b.acquire()
+    with pytest.raises(LeaseLostError):
+        a.check()
+
+
+def test_expired_lease_is_taken_over_and_the_old_holder_is_fenced(tmp_path: Path) -> None:
+    path = str(tmp_path / "lease")
+    slow = Lease(path, purpose="micro-batch 7", owner="slow", ttl_s=0.2)
+    slow.acquire()
+    time.sleep(0.3)
+    fresh = Lease(path, purpose="micro-batch 7 (re-run)", owner="fresh")
+    fresh.acquire()
+    with pytest.raises(LeaseLostError, match="no longer holds"):
+        slow.check()
+    slow.release()  # a fenced holder's release must not free the new holder's lease
+    fresh.check()
+
+
+def test_held_renews_in_the_background(tmp_path: Path) -> None:
+    path = str(tmp_path / "lease")
+    holder = Lease(path, purpose="long batch", owner="h", ttl_s=0.6)
+    with holder.held():
+        time.sleep(1.5)  # longer than the ttl: only renewals keep it
+        holder.check()
+        with pytest.raises(WriterBusyError):
+            Lease(path, purpose="other", owner="o").acquire()
+    Lease(path, purpose="other", owner="o").acquire()
+
+
+def _contend(path: str, rounds: int, log: str, barrier: mp.synchronize.Barrier, who: int) -> None:
+    barrier.wait()
+    for n in range(rounds):
+        lease = Lease(path, purpose=f"round {n}", owner=f"p{who}-{n}")
+        lease.acquire(wait_s=30, poll_s=0.01)
+        # Inside the lease: append "enter" and "exit" lines; an overlap shows as two enters.
+        with open(log, "a") as f:
+            f.write(f"enter {who}\n")
+        time.sleep(0.005)
+        with open(log, "a") as f:
+            f.write(f"exit {who}\n")
+        lease.release()
+
+
+def test_two_processes_never_hold_the_lease_at_once(tmp_path: Path) -> None:
+    path, log = str(tmp_path / "lease"), str(tmp_path / "log.txt")
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_contend, args=(path, 25, log, barrier, i)) for i in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    lines = Path(log).read_text().split("\n")[:-1]
+    assert len(lines) == 100
+    for enter, leave in zip(lines[::2], lines[1::2], strict=True):
+        assert enter.startswith("enter") and leave == "exit" + enter[len("enter"):]
