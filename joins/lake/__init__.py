@@ -8,6 +8,7 @@ in the project that imports `deltalake`.
     Lease                          one writer at a time (a join, an ingest source)
 """
 
+from joins.lake.changes import ChangeStats, change_stats, read_changes
 from joins.lake.errors import (
     ConcurrentCommitError,
     LakeError,
@@ -16,13 +17,15 @@ from joins.lake.errors import (
 )
 from joins.lake.lease import Lease, LeaseLostError, LeaseRecord, WriterBusyError
 from joins.lake.model import AppTxn, CommitInfo
-from joins.lake.read import read_changes, read_delta
+from joins.lake.read import read_delta
+from joins.lake.small import read_arrow, write_arrow
 from joins.lake.table import delta_version, table_exists, table_schema, txn_version
 from joins.lake.vacuum import vacuum_orphans
-from joins.lake.write import write_delta
+from joins.lake.write import committed_write, write_delta
 
 __all__ = [
     "AppTxn",
+    "ChangeStats",
     "CommitInfo",
     "ConcurrentCommitError",
     "LakeError",
@@ -32,12 +35,16 @@ __all__ = [
     "SchemaMismatchError",
     "UnsupportedTableError",
     "WriterBusyError",
+    "change_stats",
+    "committed_write",
     "delta_version",
+    "read_arrow",
     "read_changes",
     "read_delta",
     "table_exists",
     "table_schema",
     "txn_version",
     "vacuum_orphans",
+    "write_arrow",
     "write_delta",
 ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import logging
 import os
 import posixpath
@@ -27,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
@@ -35,6 +37,7 @@ from pyspark.sql import types as T
 from joins.lake import commit as _commit
 from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.location import TableLocation
+from joins.lake.log import commit_actions
 from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.read import partition_filter_strings
 from joins.lake.schema import (
@@ -44,6 +47,7 @@ from joins.lake.schema import (
     parse_partition_dirs,
     plan_write,
 )
+from joins.lake.small import write_arrow
 from joins.lake.stats import footer_stats
 from joins.lake.table import Snapshot, open_snapshot
 
@@ -62,7 +66,8 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
                 replace_partitions: Mapping[str, Sequence[Any]] | None = None,
                 app_txn: AppTxn | None = None, schema_mode: SchemaMode = "enforce",
                 commit_message: str | None = None, expected_version: int | None = None,
-                configuration: Mapping[str, str] | None = None) -> CommitInfo:
+                configuration: Mapping[str, str] | None = None,
+                skip_empty: bool = False) -> CommitInfo:
     """Write `df` to the Delta table at `path` in one commit (creating the table if needed).
 
     mode: "append" adds files; "overwrite" replaces the table's files, or with
@@ -76,7 +81,16 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         committed to the table since that version (before or during this write), nothing is
         committed and ConcurrentCommitError says so. -1 expects no table yet.
     configuration: Delta table properties set when this write creates the table.
+    skip_empty: an append of no rows commits nothing (CommitInfo(version=None, files=0)).
+
+    A small pyarrow Table (metadata, e.g. a batch log's rows) is written by delta-rs directly,
+    without a Spark job; only append/overwrite, app_txn and commit_message apply to it.
     """
+    if isinstance(df, pa.Table):
+        if partition_by or replace_partitions or expected_version is not None or configuration:
+            raise LakeError(f"{path}: an Arrow write takes only mode, app_txn and commit_message")
+        return write_arrow(df, os.fspath(path), mode=mode, app_txn=app_txn,
+                           commit_message=commit_message)
     loc = TableLocation.of(path)
     _check_arguments(loc, mode, schema_mode, replace_partitions, app_txn, partition_by)
     snap = open_snapshot(loc, missing_ok=True)
@@ -100,6 +114,8 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         _remove_quietly(loc, [], staging)
         raise
     _remove_quietly(loc, [], staging)
+    if skip_empty and mode == "append" and not moved:
+        return CommitInfo(version=None, skipped=False, files=0, rows=0)
     if replace is not None:
         _check_replaced(loc, moved, replace)
     if expected_version is not None and plan.new_columns:
@@ -280,9 +296,31 @@ def _commit_or_clean(request: _commit.CommitRequest, *, schema_mode: SchemaMode)
                     f"{loc}: another writer committed to the table meanwhile; nothing was "
                     f"committed ({exc})") from exc
             raise LakeError(f"{loc}: commit failed, nothing was written: {exc}") from exc
-        return CommitInfo(version=landed, skipped=False, files=len(files), rows=rows)
+        return CommitInfo(version=landed, skipped=False, files=len(files), rows=rows,
+                          partitions=_partitions(files))
     version = _commit.find_commit(loc, request.write_id, read_version)
-    return CommitInfo(version=version, skipped=False, files=len(files), rows=rows)
+    return CommitInfo(version=version, skipped=False, files=len(files), rows=rows,
+                      partitions=_partitions(files))
+
+
+def _partitions(files: Sequence[_commit.StagedFile]) -> tuple[tuple[tuple[str, str | None], ...], ...]:
+    return tuple(sorted({tuple(sorted(f.partition_values.items())) for f in files},
+                        key=lambda p: [(k, v or "") for k, v in p]))
+
+
+def committed_write(path: str | os.PathLike[str], app_txn: AppTxn) -> CommitInfo | None:
+    """What the commit of `app_txn` added (version, files, rows, partitions), found by the tag
+    `write_delta` puts in its commitInfo; None when no commit carries it. For a writer whose
+    idempotent write was skipped because it had landed before a crash."""
+    loc = TableLocation.of(path)
+    version = _commit.find_commit(loc, _commit.app_txn_tag(app_txn), None, key=_commit.APP_TXN_KEY)
+    if version is None:
+        return None
+    adds = [a["add"] for a in commit_actions(loc, version) if "add" in a]
+    rows = sum(int(json.loads(a["stats"]).get("numRecords", 0)) for a in adds if a.get("stats"))
+    parts = {tuple(sorted((a.get("partitionValues") or {}).items())) for a in adds}
+    return CommitInfo(version=version, skipped=True, files=len(adds), rows=rows,
+                      partitions=tuple(sorted(parts, key=lambda p: [(k, v or "") for k, v in p])))
 
 
 def _retry_on_created(request: _commit.CommitRequest, schema_mode: SchemaMode) -> CommitInfo | None:

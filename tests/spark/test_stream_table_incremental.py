@@ -318,7 +318,7 @@ def test_unversioned_keyed_state_is_compacted(spark: Any, tmp_path: Path) -> Non
     """Every COMPACT_EVERY batches the keyed state log is rewritten as one row per live key;
     lookups after it answer as before."""
     from joins import lake
-    from joins.operators.stream_table_join.state import COMPACT_EVERY
+    from joins.incremental import COMPACT_EVERY
 
     spec = spec_of({"join": "left", "table": {"versioned": False}})
     replay = ReplayLake(spark, spec, str(tmp_path))

@@ -79,6 +79,7 @@ class PrefixScan:
     frame: DataFrame  # the input plus BLOCK and P_BEFORE
     blocks: tuple[Block, ...]
     stream_time_after: int | None
+    single_block: bool = False  # blocks and stream_time_after are left to the caller
 
 
 def _max_opt(a: int | None, b: int | None) -> int | None:
@@ -88,9 +89,15 @@ def _max_opt(a: int | None, b: int | None) -> int | None:
 
 
 def prefix_stream_time(df: DataFrame, *, ts_col: str, seq_col: str, stream_time_before: int | None,
-                       block_rows: int = DEFAULT_BLOCK_ROWS) -> PrefixScan:
+                       block_rows: int = DEFAULT_BLOCK_ROWS,
+                       seq_span: tuple[int, int] | None = None) -> PrefixScan:
     """Adds P_BEFORE: max(stream_time_before, `ts_col` of every row with a smaller `seq_col`).
-    Null `ts_col` values are ignored (rows that are never put). `seq_col` must be unique."""
+    Null `ts_col` values are ignored (rows that are never put). `seq_col` must be unique.
+
+    `seq_span` (the smallest and largest `seq_col`, e.g. from Delta statistics) lets a batch
+    whose arrival indices fit one block skip the job that collects block maxima: its blocks
+    and stream time after it are then unknown here (`blocks` empty, `stream_time_after` None)
+    and come from the caller's first aggregate over the frame (`single_block`)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -98,6 +105,13 @@ def prefix_stream_time(df: DataFrame, *, ts_col: str, seq_col: str, stream_time_
         raise ValueError(f"block_rows must be >= 1, got {block_rows}")
     spark = df.sparkSession
     quoted = "`" + seq_col.replace("`", "``") + "`"
+    before_in_block = F.max(ts_col).over(
+        Window.partitionBy(BLOCK).orderBy(seq_col).rowsBetween(Window.unboundedPreceding, -1))
+    if seq_span is not None and seq_span[1] - seq_span[0] < block_rows:
+        frame = (df.withColumn(BLOCK, F.lit(0).cast("long"))
+                 .withColumn(P_BEFORE, F.greatest(F.lit(stream_time_before).cast("long"),
+                                                  before_in_block)))
+        return PrefixScan(frame, (), None, single_block=True)
 
     def block_maxima(width: int, offset: int) -> list[Any]:
         blocked = df.withColumn(BLOCK, F.expr(f"({quoted} - {offset}L) div {width}L"))
@@ -129,8 +143,6 @@ def prefix_stream_time(df: DataFrame, *, ts_col: str, seq_col: str, stream_time_
         running = high
     carries = spark.createDataFrame([(b.index, b.carry) for b in blocks],
                                     f"{BLOCK} long, {_CARRY} long")
-    before_in_block = F.max(ts_col).over(
-        Window.partitionBy(BLOCK).orderBy(seq_col).rowsBetween(Window.unboundedPreceding, -1))
     frame = (blocked.join(F.broadcast(carries), on=BLOCK, how="left")
              .withColumn(P_BEFORE, F.greatest(F.col(_CARRY), before_in_block))
              .drop(_CARRY))
@@ -205,41 +217,70 @@ def classify(new: DataFrame, spec: StreamTableJoinSpec, *, value_cols: list[str]
     return cls
 
 
-def decide(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
-           stream_cols: list[str], value_cols: list[str], ts: str, seq: str,
-           stream_time_before: int | None, block_rows: int = DEFAULT_BLOCK_ROWS) -> Decision:
-    """Decide a batch. `new` (the batch's stream records) and `buffer` (the grace buffer it
-    starts from) hold `stream_cols` plus TABLE_KEY."""
+@dataclass(frozen=True)
+class Scanned:
+    """A batch's new stream records with CLASS and P_BEFORE (step 1 and 2 above). With
+    `single_block` the blocks and the stream time after the batch are not known yet: the
+    caller's aggregate over `classified` gives the largest eligible ts (`single_block_blocks`)."""
+
+    classified: DataFrame
+    blocks: tuple[Block, ...]
+    stream_time_after: int | None
+    single_block: bool
+
+
+def scan_batch(new: DataFrame, spec: StreamTableJoinSpec, *, value_cols: list[str], ts: str,
+               seq: str, stream_time_before: int | None, block_rows: int = DEFAULT_BLOCK_ROWS,
+               seq_span: tuple[int, int] | None = None) -> Scanned:
+    """Classify a batch's new stream records (`new` holds the stream columns plus TABLE_KEY)."""
     from pyspark.sql import functions as F
 
     skipped = classify(new, spec, value_cols=value_cols)
     marked = new.withColumn(CLASS, skipped).withColumn(
         _SCAN_TS, F.when(F.col(CLASS).isNull(), F.col(ts)))
     scan = prefix_stream_time(marked, ts_col=_SCAN_TS, seq_col=seq,
-                              stream_time_before=stream_time_before, block_rows=block_rows)
+                              stream_time_before=stream_time_before, block_rows=block_rows,
+                              seq_span=seq_span)
     frame = scan.frame.drop(_SCAN_TS)
-    keep = [*stream_cols, TABLE_KEY]
     if spec.grace_ms is None:
         classified = frame.withColumn(CLASS, F.coalesce(F.col(CLASS), F.lit(JOINED)))
+    else:
+        is_late = F.col(P_BEFORE).isNotNull() & (F.col(ts) < F.col(P_BEFORE) - F.lit(spec.grace_ms))
+        classified = frame.withColumn(CLASS, F.coalesce(
+            F.col(CLASS), F.when(is_late, F.lit(LATE_CLASS)).otherwise(F.lit(PUT))))
+    return Scanned(classified, scan.blocks, scan.stream_time_after, scan.single_block)
+
+
+def single_block_blocks(stream_time_before: int | None,
+                        max_eligible_ts: int | None) -> tuple[tuple[Block, ...], int | None]:
+    """(blocks, stream time after) of a one-block batch from the largest ts of its eligible
+    records (late records never raise it: their ts is below stream time)."""
+    after = _max_opt(stream_time_before, max_eligible_ts)
+    return ((Block(0, stream_time_before, after),) if after is not None else ()), after
+
+
+def resolve(classified: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
+            blocks: tuple[Block, ...], stream_time_after: int | None, stream_cols: list[str],
+            ts: str, seq: str) -> Decision:
+    """Step 3: what is joined (evicted and late-joined records), quarantined and kept."""
+    from pyspark.sql import functions as F
+
+    keep = [*stream_cols, TABLE_KEY]
+    if spec.grace_ms is None:
         to_join = classified.where(F.col(CLASS) == JOINED).select(
             *keep, F.col(seq).alias(EMIT_SEQ), F.lit(False).alias(LATE))
-        return Decision(classified, to_join, None, None, scan.stream_time_after, None)
+        return Decision(classified, to_join, None, None, stream_time_after, None)
 
     grace = spec.grace_ms
-    is_late = F.col(P_BEFORE).isNotNull() & (F.col(ts) < F.col(P_BEFORE) - F.lit(grace))
-    classified = frame.withColumn(
-        CLASS, F.coalesce(F.col(CLASS), F.when(is_late, F.lit(LATE_CLASS)).otherwise(F.lit(PUT))))
     late = classified.where(F.col(CLASS) == LATE_CLASS)
     puts = classified.where(F.col(CLASS) == PUT)
-
     pool_new = puts.select(*keep, F.lit(True).alias(_NEW),
                            F.greatest(F.col(P_BEFORE), F.col(ts)).alias(_P_AFTER))
     pool = pool_new
     if buffer is not None:
         pool = buffer.select(*keep, F.lit(False).alias(_NEW),
                              F.lit(None).cast("long").alias(_P_AFTER)).unionByName(pool_new)
-    st_after = scan.stream_time_after
-    bound = None if st_after is None else st_after - grace
+    bound = None if stream_time_after is None else stream_time_after - grace
 
     parts: list[DataFrame] = []
     if bound is not None:
@@ -248,7 +289,7 @@ def decide(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, 
         at_own_put = F.col(_NEW) & F.coalesce(x <= F.col(_P_AFTER), F.lit(False))
         parts.append(evicted.where(at_own_put).select(
             *keep, F.col(seq).alias(EMIT_SEQ), F.lit(False).alias(LATE)))
-        parts.append(_evicted_by_later_put(evicted.where(~at_own_put), puts, scan.blocks,
+        parts.append(_evicted_by_later_put(evicted.where(~at_own_put), puts, blocks,
                                            keep=keep, ts=ts, seq=seq, grace=grace))
     if spec.late == "join":
         parts.append(late.select(*keep, F.col(seq).alias(EMIT_SEQ), F.lit(True).alias(LATE)))
@@ -264,7 +305,20 @@ def decide(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, 
                                  F.col(P_BEFORE).alias("stream_time"),
                                  F.lit(grace).cast("long").alias("grace_ms"))
     remaining = pool if bound is None else pool.where(F.col(ts) > F.lit(bound))
-    return Decision(classified, to_join, quarantine, remaining.select(*stream_cols), st_after, bound)
+    return Decision(classified, to_join, quarantine, remaining.select(*stream_cols),
+                    stream_time_after, bound)
+
+
+def decide(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
+           stream_cols: list[str], value_cols: list[str], ts: str, seq: str,
+           stream_time_before: int | None, block_rows: int = DEFAULT_BLOCK_ROWS) -> Decision:
+    """Decide a batch in one call (`scan_batch` then `resolve`). `new` (the batch's stream
+    records) and `buffer` (the grace buffer it starts from) hold `stream_cols` plus TABLE_KEY."""
+    scanned = scan_batch(new, spec, value_cols=value_cols, ts=ts, seq=seq,
+                         stream_time_before=stream_time_before, block_rows=block_rows)
+    return resolve(scanned.classified, buffer, spec, blocks=scanned.blocks,
+                   stream_time_after=scanned.stream_time_after, stream_cols=stream_cols, ts=ts,
+                   seq=seq)
 
 
 def _evicted_by_later_put(queries: DataFrame, puts: DataFrame, blocks: tuple[Block, ...], *,
