@@ -325,8 +325,9 @@ def test_right_update_fans_out_to_every_subscriber_with_its_own_hash() -> None:
     rhs.on_subscription(sub(1, "a", NULL_IF, "ha", ts=9))
     rhs.on_subscription(sub(2, "c", NULL_IF, "hc"))
     fan = rhs.on_update(feed("right", 1, "r", ts=6))
+    # Each response carries the right update's ts (6), not the subscription's (Kafka Streams).
     assert fan == [
-        ResponseMessage("a", SubscriptionResponseWrapper("ha", "r", False), 9, key_id(1)),
+        ResponseMessage("a", SubscriptionResponseWrapper("ha", "r", False), 6, key_id(1)),
         ResponseMessage("b", SubscriptionResponseWrapper("hb", "r", False), 6, key_id(1)),
     ]
     # A right tombstone reaches the same subscribers as a null that must propagate.
@@ -503,14 +504,20 @@ def test_unversioned_sides_take_late_timestamps_as_updates() -> None:
     assert p.metrics["out_of_order_ignored"] == 0
 
 
-def test_result_timestamp_is_the_larger_of_the_joined_rows() -> None:
+def test_result_timestamp_follows_kafka() -> None:
+    """A left update's result: max(left ts, ts of the current right value), the left ts alone
+    when there is none. A right update's fan-out: the right update's own ts, even when it is
+    older than the subscriber (m@40 joined with r2@35 is emitted at 35), as Kafka Streams does."""
     feed = Feed()
-    p = FkJoinProcessor(make_spec("inner"))
+    p = FkJoinProcessor(make_spec("left"))
     p.process(feed("right", 1, "r1", 30))
     assert p.process(feed("left", "k", {"fk": 1}, 20))[0]["ts"] == 30
     assert p.process(feed("left", "m", {"fk": 1}, 40))[0]["ts"] == 40
     fan = p.process(feed("right", 1, "r2", 35))
-    assert [(it["key"], it["ts"]) for it in fan] == [("k", 35), ("m", 40)]
+    assert [(it["key"], it["ts"]) for it in fan] == [("k", 35), ("m", 35)]
+    p.process(feed("right", 1, None, 36))
+    assert p.process(feed("left", "k", {"fk": 1, "v": 2}, 21)) == [
+        {"key": "k", "value": [{"fk": 1, "v": 2}, None], "ts": 21}]
 
 
 # -- CLI -------------------------------------------------------------------------------------------

@@ -6,8 +6,13 @@ two ways a response is born.
 - A right row changes: prefix-scan the subscription store for that foreign key and answer every
   subscriber, each with the hash it subscribed with (`ForeignTableJoin` in Kafka Streams).
 
-Timestamps: a response carries the larger of the two rows' timestamps (seed 000: a table-table
-join result has the larger timestamp of the records joined).
+Timestamps, as Kafka Streams sets them (the LHS emits a result with its response's ts):
+- an answer to a subscription carries the larger of the subscribing left update's ts and the ts
+  of the right row's current value, or the left update's ts when there is no current right value
+  (absent, deleted, or a null foreign key) (`SubscriptionJoinProcessorSupplier`);
+- a fan-out response carries the right update's own ts, whatever the subscriber's ts
+  (`ForeignTableJoinProcessorSupplier` forwards the right record with its timestamp), so a
+  right update older than a left row yields a result older than that row.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from joins.operators.fk_join.spec import FkJoinRecord, FkJoinSpec
 @dataclass(frozen=True)
 class SubscriptionEntry:
     """What the subscription store keeps per CombinedKey: the subscriber's value hash and the
-    timestamp of the left update that subscribed."""
+    timestamp of the left update that subscribed (kept as Kafka's timestamped subscription store
+    keeps it; a fan-out response does not use it)."""
 
     hash: str | None
     ts: int
@@ -122,7 +128,7 @@ class RightSide:
                 primary_key=combined.primary_key,
                 value=SubscriptionResponseWrapper(entry.hash, record.value,
                                                   propagate_if_null=record.value is None),
-                ts=max(record.ts, entry.ts),
+                ts=record.ts,
                 source_partition=partition,
             )
             for combined, entry in self.subscriptions.prefix_scan(record.key)
