@@ -349,6 +349,19 @@ def test_prefix_scan_is_by_foreign_key_identity_not_by_text_prefix() -> None:
     assert [ck.primary_key for ck, _ in rhs.subscriptions.prefix_scan("1")] == ["c"]
 
 
+def test_foreign_keys_one_and_one_point_zero_are_two_keys() -> None:
+    """The foreign key 1.0 does not reference the right key 1 (joins.core.keys), and changing a
+    left row's FK from 1 to 1.0 is a foreign-key change."""
+    feed = Feed()
+    p = FkJoinProcessor(make_spec("left"))
+    p.process(feed("right", 1, "r-int", 1))
+    assert p.process(feed("left", "k", {"fk": 1.0}, 2)) == [
+        {"key": "k", "value": [{"fk": 1.0}, None], "ts": 2}]
+    assert p.process(feed("left", "k", {"fk": 1}, 3)) == [
+        {"key": "k", "value": [{"fk": 1}, "r-int"], "ts": 3}]
+    assert p.process(feed("right", 1.0, "r-float", 4)) == []   # nobody references 1.0 now
+
+
 # -- LHS: the response join ----------------------------------------------------------------------
 
 def response(pk: Any, h: str | None, right: Any, propagate: bool, ts: int = 5) -> ResponseMessage:
