@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
-from joins.errors import ConfigError
+from joins.errors import ConfigError, config_error
 from joins.landing.spec import BadRecordPolicy, ColumnSpec, LandingFormat, LandingSpec
 from joins.operators.stream_table_join.spec import LatePolicy, StreamTableJoinSpec
 from joins.spec import Spec, parse_spec
@@ -39,8 +39,7 @@ def _check_name(name: str) -> str:
 
 
 def _error(spec_name: str | None, key: str, message: str) -> ConfigError:
-    who = f"{OPERATOR} {spec_name!r}" if spec_name else OPERATOR
-    return ConfigError(f"{who}: invalid config: config.{key}: {message}")
+    return config_error(f"{OPERATOR} {spec_name!r}" if spec_name else OPERATOR, key, message)
 
 
 class SourceSpec(Spec):

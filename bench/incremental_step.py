@@ -129,7 +129,7 @@ def _events(spark: SparkSession, n: int, keys: int, *, first_seq: int, t_start: 
 def run_size(spark: SparkSession, history: int, *, batch: int, runs: int, table_updates: int,
              workdir: Path) -> SizeResult:
     from joins.lake import write_delta
-    import joins.operators.stream_table_join.spark_incremental as _si; JoinPaths = _si.JoinPaths; run_microbatch = lambda *a, **k: _si.run_microbatch(*a, **k)
+    from joins.operators.stream_table_join.spark_incremental import JoinPaths, run_microbatch
 
     keys = max(history // VERSIONS_PER_KEY, 1)
     source = history_table(spark, history)

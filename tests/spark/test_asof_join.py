@@ -20,13 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 
+from joins.core.store import VersionedStore
 from joins.errors import ConfigError
 from joins.operators.stream_table_join.spark_batch import (
     asof_join,
     bucket_stats,
     versions_by_bucket,
 )
-from joins.operators.versioned_table.store import VersionedStore
 from joins.spark import jvm
 
 pytestmark = pytest.mark.spark

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from joins.core.store import VersionedStore
 from joins.errors import ConfigError
 from joins.incremental import BatchStateError
 from joins.operators.stream_table_join.backfill import BackfillReport, backfill
 from joins.operators.stream_table_join.spark_replay import REPLAY_COLUMNS, ReplayLake
-from joins.operators.versioned_table.store import VersionedStore
 from tests.spark.test_stream_table_incremental import records_of, spec_of
 
 pytestmark = pytest.mark.spark

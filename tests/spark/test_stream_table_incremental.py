@@ -412,14 +412,15 @@ def join_cases(draw: st.DrawFn) -> dict[str, Any]:
     for _ in range(n):
         side = draw(st.sampled_from(["stream", "table"]))
         ts = draw(st.integers(0, 12))
+        # 1, 1.0 and true are three keys (joins.core.keys), in both engines.
         if side == "table":
-            raw.append({"side": side, "key": draw(st.sampled_from(["a", "b", 1])), "ts": ts,
+            raw.append({"side": side, "key": draw(st.sampled_from(["a", "b", 1, 1.0])), "ts": ts,
                         "value": draw(st.sampled_from(["x", "y", None, {"o": 1}]))})
         else:
             value = draw(st.sampled_from(["s", "t", None])) if not table_key else \
-                draw(st.sampled_from([{"ref": "a"}, {"ref": 1}, {"ref": None}, None]))
-            raw.append({"side": side, "key": draw(st.sampled_from(["a", "b", 1, None])), "ts": ts,
-                        "value": value})
+                draw(st.sampled_from([{"ref": "a"}, {"ref": 1}, {"ref": 1.0}, {"ref": None}, None]))
+            raw.append({"side": side, "key": draw(st.sampled_from(["a", "b", 1, 1.0, True, None])),
+                        "ts": ts, "value": value})
     cuts = draw(st.lists(st.integers(1, n), min_size=1, max_size=3))
     return {"config": config, "raw": raw, "cuts": cuts}
 
