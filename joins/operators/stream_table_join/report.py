@@ -110,3 +110,33 @@ def lateness_stats(row: Any) -> LatenessStats:
                          p95_ms=None if pct[1] is None else int(pct[1]),
                          p99_ms=None if pct[2] is None else int(pct[2]),
                          histogram=tuple(hist))
+
+
+def _ms_text(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    if ms >= 3_600_000:
+        return f"{ms / 3_600_000:.1f} h"
+    if ms >= 60_000:
+        return f"{ms / 60_000:.1f} min"
+    if ms >= 1000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms} ms"
+
+
+def lateness_markdown(lat: LatenessStats) -> str:
+    """A small table: percentiles, then a text histogram of how late records arrived."""
+    if lat.records == 0:
+        return "No stream records in this batch."
+    lines = [
+        f"**{lat.records} stream records**: p50 {_ms_text(lat.p50_ms)}, p95 {_ms_text(lat.p95_ms)}, "
+        f"p99 {_ms_text(lat.p99_ms)}, max {_ms_text(lat.max_ms)} behind stream time",
+        "",
+        "| lateness | records | |",
+        "|---|---:|---|",
+    ]
+    peak = max((n for _, n in lat.histogram), default=0)
+    for label, n in lat.histogram:
+        bar = "█" * (round(20 * n / peak) if peak else 0)
+        lines.append(f"| {label} | {n} | {bar} |")
+    return "\n".join(lines)
