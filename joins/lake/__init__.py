@@ -15,13 +15,14 @@ from joins.lake.errors import (
     SchemaMismatchError,
     UnsupportedTableError,
 )
+from joins.lake.finish import committed_write
 from joins.lake.lease import Lease, LeaseLostError, LeaseRecord, WriterBusyError
 from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.read import read_delta
 from joins.lake.small import read_arrow, write_arrow
 from joins.lake.table import delta_version, table_exists, table_schema, txn_version
 from joins.lake.vacuum import vacuum_orphans
-from joins.lake.write import committed_write, write_delta
+from joins.lake.write import write_delta
 
 __all__ = [
     "AppTxn",

@@ -40,7 +40,8 @@ class CommitInfo:
     skipped: bool
     files: int
     rows: int
-    partitions: tuple[tuple[tuple[str, str | None], ...], ...] = ()
+    # Not part of equality: two commits of the same rows are the same outcome.
+    partitions: tuple[tuple[tuple[str, str | None], ...], ...] = field(default=(), compare=False)
 
     def partition_values(self, column: str) -> tuple[str, ...]:
         """The sorted distinct values of one partition column among the added files."""

@@ -17,9 +17,7 @@ it cannot tell whether the commit landed; then it leaves them for `vacuum_orphan
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import json
 import logging
 import os
 import posixpath
@@ -36,8 +34,8 @@ from pyspark.sql import types as T
 
 from joins.lake import commit as _commit
 from joins.lake.errors import ConcurrentCommitError, LakeError
+from joins.lake.finish import already_committed, commit_or_clean, remove_quietly
 from joins.lake.location import TableLocation
-from joins.lake.log import commit_actions
 from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.read import partition_filter_strings
 from joins.lake.schema import (
@@ -97,7 +95,7 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
     _check_expected(loc, snap, expected_version)
     if snap is not None:
         snap.check_writable(overwrite=mode == "overwrite")
-        if app_txn is not None and _already_committed(snap, app_txn):
+        if app_txn is not None and already_committed(snap, app_txn):
             return CommitInfo(version=None, skipped=True, files=0, rows=0)
     plan = plan_write(df.schema, snap.schema if snap else None,
                       snap.partition_by if snap else None, partition_by=partition_by,
@@ -111,15 +109,15 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         _spark_write(df, plan, loc, staging)
         moved = _place_files(loc, staging, plan)
     except Exception:
-        _remove_quietly(loc, [], staging)
+        remove_quietly(loc, [], staging)
         raise
-    _remove_quietly(loc, [], staging)
+    remove_quietly(loc, [], staging)
     if skip_empty and mode == "append" and not moved:
         return CommitInfo(version=None, skipped=False, files=0, rows=0)
     if replace is not None:
         _check_replaced(loc, moved, replace)
     if expected_version is not None and plan.new_columns:
-        _remove_quietly(loc, [f.path for f in moved], None)
+        remove_quietly(loc, [f.path for f in moved], None)
         raise LakeError(f"{loc}: a version-guarded write cannot add columns "
                         f"({[f.name for f in plan.new_columns]}); nothing was committed")
     request = _commit.CommitRequest(
@@ -130,7 +128,7 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         app_txn=app_txn, write_id=write_id, commit_message=commit_message,
         guarded=expected_version is not None,
         configuration=dict(configuration) if configuration else None)
-    return _commit_or_clean(request, schema_mode=schema_mode)
+    return commit_or_clean(request, schema_mode=schema_mode)
 
 
 def _check_expected(loc: TableLocation, snap: Snapshot | None, expected: int | None) -> None:
@@ -162,11 +160,6 @@ def _check_arguments(loc: TableLocation, mode: str, schema_mode: str,
                                      or not all(isinstance(p, str) for p in partition_by)):
         raise LakeError(f"{loc}: partition_by must be a list of column names, got "
                         f"{partition_by!r}")
-
-
-def _already_committed(snap: Snapshot, app_txn: AppTxn) -> bool:
-    done = snap.txn_version(app_txn.app_id)
-    return done is not None and done >= app_txn.version
 
 
 def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: str) -> None:
@@ -244,7 +237,7 @@ def _place_files(loc: TableLocation, staging: str, plan: WritePlan) -> list[_com
         failures = [f.exception() for f in futures if f.exception() is not None]
     done = [f for f in placed if f is not None]
     if failures:
-        _remove_quietly(loc, [f.path for f in done], None)
+        remove_quietly(loc, [f.path for f in done], None)
         raise failures[0]  # type: ignore[misc]
     return done
 
@@ -255,109 +248,7 @@ def _check_replaced(loc: TableLocation, files: list[_commit.StagedFile],
         for column, allowed in replace.items():
             value = f.partition_values.get(column)
             if value not in allowed:
-                _remove_quietly(loc, [g.path for g in files], None)
+                remove_quietly(loc, [g.path for g in files], None)
                 raise LakeError(
                     f"{loc}: the data has rows with {column}={value!r}, outside "
                     f"replace_partitions[{column!r}]={sorted(allowed)}; nothing was committed")
-
-
-def _commit_or_clean(request: _commit.CommitRequest, *, schema_mode: SchemaMode) -> CommitInfo:
-    loc, files = request.loc, request.files
-    read_version = request.snapshot.version if request.snapshot is not None else None
-    rows = sum(f.num_records for f in files)
-    app_txn = request.app_txn
-    if app_txn is not None and request.snapshot is not None:
-        # The Spark job may have run for minutes; a concurrent replay may have won meanwhile.
-        fresh = open_snapshot(loc, missing_ok=True)
-        if fresh is not None and _already_committed(fresh, app_txn):
-            _remove_quietly(loc, [f.path for f in files], None)
-            return CommitInfo(version=None, skipped=True, files=0, rows=0)
-    try:
-        _commit.commit_files(request)
-    except Exception as exc:
-        try:
-            landed = _commit.find_commit(loc, request.write_id, read_version)
-        except LakeError:
-            raise LakeError(f"{loc}: commit failed ({exc}) and the log cannot tell whether it "
-                            "landed; its files stay for vacuum_orphans") from exc
-        if landed is None:
-            if app_txn is not None and _already_committed_at(loc, app_txn):
-                _remove_quietly(loc, [f.path for f in files], None)
-                return CommitInfo(version=None, skipped=True, files=0, rows=0)
-            if request.snapshot is None and not request.guarded:
-                # Lost the race to create the table: commit the same files into the winner's
-                # table, under its schema rules, as a writer that found the table would.
-                retried = _retry_on_created(request, schema_mode)
-                if retried is not None:
-                    return retried
-            _remove_quietly(loc, [f.path for f in files], None)
-            if request.guarded:
-                raise ConcurrentCommitError(
-                    f"{loc}: another writer committed to the table meanwhile; nothing was "
-                    f"committed ({exc})") from exc
-            raise LakeError(f"{loc}: commit failed, nothing was written: {exc}") from exc
-        return CommitInfo(version=landed, skipped=False, files=len(files), rows=rows,
-                          partitions=_partitions(files))
-    version = _commit.find_commit(loc, request.write_id, read_version)
-    return CommitInfo(version=version, skipped=False, files=len(files), rows=rows,
-                      partitions=_partitions(files))
-
-
-def _partitions(files: Sequence[_commit.StagedFile]) -> tuple[tuple[tuple[str, str | None], ...], ...]:
-    return tuple(sorted({tuple(sorted(f.partition_values.items())) for f in files},
-                        key=lambda p: [(k, v or "") for k, v in p]))
-
-
-def committed_write(path: str | os.PathLike[str], app_txn: AppTxn) -> CommitInfo | None:
-    """What the commit of `app_txn` added (version, files, rows, partitions), found by the tag
-    `write_delta` puts in its commitInfo; None when no commit carries it. For a writer whose
-    idempotent write was skipped because it had landed before a crash."""
-    loc = TableLocation.of(path)
-    version = _commit.find_commit(loc, _commit.app_txn_tag(app_txn), None, key=_commit.APP_TXN_KEY)
-    if version is None:
-        return None
-    adds = [a["add"] for a in commit_actions(loc, version) if "add" in a]
-    rows = sum(int(json.loads(a["stats"]).get("numRecords", 0)) for a in adds if a.get("stats"))
-    parts = {tuple(sorted((a.get("partitionValues") or {}).items())) for a in adds}
-    return CommitInfo(version=version, skipped=True, files=len(adds), rows=rows,
-                      partitions=tuple(sorted(parts, key=lambda p: [(k, v or "") for k, v in p])))
-
-
-def _retry_on_created(request: _commit.CommitRequest, schema_mode: SchemaMode) -> CommitInfo | None:
-    fresh = open_snapshot(request.loc, missing_ok=True)
-    if fresh is None:
-        return None
-    try:
-        fresh.check_writable(overwrite=request.mode == "overwrite")
-        plan = plan_write(request.schema, fresh.schema, fresh.partition_by,
-                          partition_by=request.partition_by, schema_mode=schema_mode,
-                          table=str(request.loc))
-    except LakeError:
-        _remove_quietly(request.loc, [f.path for f in request.files], None)
-        raise
-    if plan.partition_by != request.partition_by:
-        return None
-    retry = dataclasses.replace(request, snapshot=fresh, schema=plan.schema,
-                                new_columns=plan.new_columns)
-    return _commit_or_clean(retry, schema_mode=schema_mode)
-
-
-def _already_committed_at(loc: TableLocation, app_txn: AppTxn) -> bool:
-    snap = open_snapshot(loc, missing_ok=True)
-    return snap is not None and _already_committed(snap, app_txn)
-
-
-def _remove_quietly(loc: TableLocation, paths: list[str], staging: str | None) -> None:
-    """Best-effort cleanup of this write's own files; what stays is vacuum_orphans' job."""
-    for rel in paths:
-        try:
-            loc.fs.delete_file(loc.fs_path(rel))
-        except OSError as exc:
-            log.warning("%s: could not remove uncommitted file %s: %s", loc, rel, exc)
-    if staging is not None:
-        try:
-            loc.fs.delete_dir(loc.fs_path(staging))
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            log.warning("%s: could not remove staging directory %s: %s", loc, staging, exc)

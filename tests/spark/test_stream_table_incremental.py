@@ -22,14 +22,8 @@ from joins.microbatch import run_reference
 from joins.operators.base import Item
 from joins.operators.stream_table_join import DEFINITION
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
-from joins.operators.stream_table_join.grace import (
-    MAX_BLOCKS,
-    P_BEFORE,
-    decide,
-    late_reason,
-    late_reason_text,
-    prefix_stream_time,
-)
+from joins.operators.stream_table_join.grace import decide, late_reason, late_reason_text
+from joins.operators.stream_table_join.prefix import MAX_BLOCKS, P_BEFORE, prefix_stream_time
 from joins.operators.stream_table_join.reference import GraceBuffer, StreamTableJoinProcessor
 from joins.operators.stream_table_join.spark_replay import ReplayLake, spark_replay
 from joins.operators.stream_table_join.spec import (
