@@ -145,8 +145,12 @@ class StreamTableJoinStep:
                 stream_time_before, None if max_eligible is None else int(max_eligible))
         decision = resolve(classified, buffer, spec, blocks=blocks, stream_time_after=st_after,
                            stream_cols=stream_cols, ts=cols.ts, seq=cols.seq)
+        with ctx.phase("decide"):
+            # Materialized once: the lookups read it twice (the keys that narrow the table's
+            # history, and the probe), and deciding evictions costs a shuffle.
+            to_join = decision.to_join.localCheckpoint()
         with ctx.phase("table side"):
-            side = lookup_table(ctx, spec, cols, decision.to_join, self.lookup_strategy)
+            side = lookup_table(ctx, spec, cols, to_join, self.lookup_strategy)
         result = self._writes(ctx, decision, side, stream_cols, row)
 
         def release() -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from joins import lake
+from joins.errors import ConfigError
 from joins.operators.stream_table_join.columns import (
     TABLE_KEY,
     TABLE_PREFIX,
@@ -95,14 +96,18 @@ def versioned_lookup(lookups: DataFrame, versions: DataFrame | None, *, cols: Jo
                        *(F.col(f"{_WIN}.{c}").alias(c) for c in payload)))
     table = winners.select(key, ts, tomb, *(F.col(c).alias(table_value_name(c)) for c in value_cols))
     if strategy == "auto" and jvm.unavailable_reason(lookups.sparkSession) is None:
-        # The version index reads the narrowed table once, in the one job that builds it: no
-        # checkpoint, no count (each a Spark job of a micro-batch's latency).
-        return asof_join(lookups, table, stream_key=TABLE_KEY, stream_ts=cols.ts, table_key=key,
-                         table_ts=ts, how="left",
-                         table_value_cols=[table_value_name(c) for c in value_cols],
-                         history_retention_ms=history_retention_ms,
-                         table_stream_time=table_stream_time, tombstone_col=tomb,
-                         valid_from_col=VALID_FROM, strategy="auto")
+        # The narrowed table is about one row per looked-up key: the version index reads it
+        # once, in the one job that builds it (no checkpoint, no count: each a Spark job of a
+        # micro-batch's latency). Spark cannot size the filtered plan, so "auto" is not asked.
+        try:
+            return asof_join(lookups, table, stream_key=TABLE_KEY, stream_ts=cols.ts,
+                             table_key=key, table_ts=ts, how="left",
+                             table_value_cols=[table_value_name(c) for c in value_cols],
+                             history_retention_ms=history_retention_ms,
+                             table_stream_time=table_stream_time, tombstone_col=tomb,
+                             valid_from_col=VALID_FROM, strategy="index")
+        except ConfigError:
+            pass  # keys the index cannot take (floating point): the SQL plans below
     # Materialized once, outside any cache: the SQL plans read the table several times (a
     # re-read would scan the history again), and a checkpoint, unlike a cached frame, cannot
     # be dropped from under it by the temporary views the join plans with.
