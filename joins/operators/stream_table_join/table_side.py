@@ -64,7 +64,7 @@ def versioned_lookup(lookups: DataFrame, versions: DataFrame | None, *, cols: Jo
     `lookups` should be materialized (a checkpoint): the as-of join reads it more than once."""
     from pyspark.sql import functions as F
 
-    from joins.operators.stream_table_join.spark_batch import asof_join
+    from joins.asof import asof_join
 
     if versions is None:
         return _null_lookup(lookups, value_types)
