@@ -144,7 +144,7 @@ def floor_batch(spark: SparkSession, stream: str, table: str, out: str) -> float
     """The least a micro-batch does, timed: read the stream's newest version's rows, as-of join
     them with the table at its current version, append the result in one Delta commit."""
     from joins import lake
-    from joins.operators.stream_table_join.spark_batch import asof_join
+    from joins.asof import asof_join
 
     started = time.perf_counter()
     last = lake.delta_version(stream)

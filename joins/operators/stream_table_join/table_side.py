@@ -73,7 +73,7 @@ def versioned_lookup(lookups: DataFrame, versions: DataFrame | None, *, cols: Jo
     `lookups` should be materialized (a checkpoint): the as-of join reads it more than once."""
     from pyspark.sql import functions as F
 
-    from joins.operators.stream_table_join.spark_batch import asof_join
+    from joins.asof import asof_join
     from joins.spark import jvm
 
     if versions is None:
