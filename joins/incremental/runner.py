@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from joins import lake
+from joins.asof import input_errors
 from joins.errors import ConfigError
 from joins.incremental.context import StepContext
 from joins.incremental.contract import (
@@ -231,10 +232,13 @@ def _write(app: str, path: str, table: str, written: Written, batch_id: int, *, 
     if observation is not None:
         source = source.observe(observation, *(e.alias(n) for n, e in written.metrics.items()))
     frame = written.frame(source)
-    info = lake.write_delta(frame, path, mode=mode,  # type: ignore[arg-type]
-                            partition_by=partition_by or None, app_txn=txn,
-                            commit_message=f"{app}: {table} of batch {batch_id}",
-                            skip_empty=mode == "append")
+    # A bad input record found inside Spark (a duplicate version, a null ts) surfaces here, in
+    # the action that runs the step's plan: as the engine's InputRecordError, naming it.
+    with input_errors():
+        info = lake.write_delta(frame, path, mode=mode,  # type: ignore[arg-type]
+                                partition_by=partition_by or None, app_txn=txn,
+                                commit_message=f"{app}: {table} of batch {batch_id}",
+                                skip_empty=mode == "append")
     metrics: dict[str, Any] = {}
     if info.skipped:
         # Committed by a run that crashed after it: what it added is in the log, and the
