@@ -244,10 +244,12 @@ class StreamTableJoinStep:
 
 
 def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPaths, *,
-                   stream_source: str, table_source: str, batch_id: int | None = None,
+                   stream_source: str | incremental.Source, table_source: str | incremental.Source,
+                   batch_id: int | None = None,
                    columns: JoinColumns | None = None, block_rows: int = DEFAULT_BLOCK_ROWS,
                    lookup_strategy: Literal["auto", "broadcast", "shuffle"] = "auto",
-                   wait_s: float = incremental.DEFAULT_WAIT_S) -> MicroBatchReport:
+                   wait_s: float = incremental.DEFAULT_WAIT_S,
+                   lease_ttl_s: float = incremental.DEFAULT_LEASE_TTL_S) -> MicroBatchReport:
     """Run the next micro-batch of the join under `paths` (or re-run a crashed one).
 
     stream_source: Delta table of stream events (`key`, value columns, `ts` int ms,
@@ -255,6 +257,8 @@ def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPa
     table_source: the versioned Delta table (`joins.operators.versioned_table` layout) when
         `spec.table.versioned`, else an unversioned changelog (`key`, values, `ts`, `tombstone`,
         `arrival`).
+    Either source may be a Delta table in its own layout (`joins.incremental.DeltaTableSource`:
+    which columns are the key, the event time, the values; read as an append-only changelog).
     batch_id: None = the next one (or the planned-but-unfinished one); an id at or below the
         last completed batch returns that batch's report with `skipped` set.
     """
@@ -262,7 +266,8 @@ def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPa
                                lookup_strategy=lookup_strategy)
     result = incremental.run_microbatch(spark, step, paths,
                                         {"stream": stream_source, "table": table_source},
-                                        batch_id=batch_id, wait_s=wait_s)
+                                        batch_id=batch_id, wait_s=wait_s,
+                                        lease_ttl_s=lease_ttl_s)
     return report_of(result)
 
 
