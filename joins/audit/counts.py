@@ -11,7 +11,7 @@ from joins import lake
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from joins.pipeline.layout import PipelineLayout
+    from joins.pipeline.spec import PipelineLayout
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,6 @@ __all__ = [
     "MicroBatchReport",
     "StreamTableJoinStep",
     "run_microbatch",
-    "spark_replay",
 ]
 
 # Carried from batch to batch (BatchDone.carry).
@@ -285,8 +284,3 @@ def report_of(result: incremental.BatchResult) -> MicroBatchReport:
                             stream_time=carry.get(STREAM_TIME),
                             table_stream_time=carry.get(TABLE_STREAM_TIME),
                             timings=dict(result.timings))
-
-
-# The Spark replay of scenario files lives in its own module; re-exported here because
-# DEFINITION.spark_replay names this module.
-from joins.operators.stream_table_join.spark_replay import spark_replay  # noqa: E402
