@@ -17,7 +17,6 @@ What runs is the spec's engine (`spec.engine(layout)`, `joins.pipeline.PipelineE
 module only translates. Resources: `spark` (resources.SparkResource), `lake` (resources.LakeResource).
 """
 
-from __future__ import annotations
 
 import time
 from collections.abc import Iterator
