@@ -124,11 +124,19 @@ def test_csv_bad_record_fails_naming_file_row_field(spark: Any, tmp_path: Path, 
     assert fragment in str(info.value)
 
 
-def test_csv_missing_column_names_first_data_row(spark: Any, tmp_path: Path) -> None:
+def test_csv_header_without_the_event_time_is_no_header(spark: Any, tmp_path: Path) -> None:
+    # Its first record is quarantined as a record (never lost); later rows lack the column.
     path = csv_file(tmp_path / "batch.csv", "k,v,w", "a,1,x")
-    with pytest.raises(LandingRecordError, match=r"row 2, field 'ts': missing") as info:
+    with pytest.raises(LandingRecordError, match=r"row 1, field '<record>': not a header: it does "
+                                                 r"not name the column\(s\) ts") as info:
         read_landing(spark, path, spec("csv"))
     assert info.value.file == path
+    batch = read_landing(spark, path, spec("csv", on_bad_record="quarantine"))
+    try:
+        assert sorted((r["source_row"], r["field"]) for r in batch.bad_records.collect()) == [
+            (1, "<record>"), (2, "ts")]
+    finally:
+        batch.close()
 
 
 def test_csv_quoted_delimiter_and_header_order_per_file(spark: Any, tmp_path: Path) -> None:
