@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from assets.specs import JoinSpec, SourceSpec
+from assets.specs import JoinSpec
+from joins.ingest import SEQ
 from joins.operators.stream_table_join.spark_incremental import LatenessStats
 from joins.operators.stream_table_join.state import JoinPaths
 
@@ -21,12 +22,6 @@ if TYPE_CHECKING:
     from assets.layout import JoinLayout
     from joins.operators.stream_table_join.columns import JoinColumns
     from joins.operators.versioned_table.spark_batch import VersionedDeltaLayout
-
-# Stream events tables: arrival order across batches is (batch id, arrival in batch), packed in one
-# long so that a re-run of a batch assigns exactly the same sequence numbers.
-SEQ = "_seq"
-SEQ_BATCH_SHIFT = 32
-
 
 # ---- lake -------------------------------------------------------------------------------------
 
@@ -44,161 +39,11 @@ def table_exists(path: str) -> bool:
     return _table_exists(path)
 
 
-def txn_version(path: str, app_id: str) -> int | None:
-    """The last application-transaction version `app_id` committed to the table (None: none)."""
-    from joins.lake import table_exists as _table_exists
-    from joins.lake import txn_version as _txn_version
-
-    return _txn_version(path, app_id) if _table_exists(path) else None
-
-
 def read_table(spark: SparkSession, path: str, *, version: int | None = None,
                columns: Sequence[str] | None = None) -> DataFrame:
     from joins.lake import read_delta
 
     return read_delta(spark, path, version=version, columns=columns)
-
-
-def append_rows(df: DataFrame, path: str, *, app_id: str, version: int, message: str,
-                partition_by: list[str] | None = None) -> int | None:
-    """Append in one idempotent commit; returns the new Delta version (None: already committed)."""
-    from joins.lake import AppTxn, write_delta
-
-    info = write_delta(df, path, mode="append", partition_by=partition_by,
-                       app_txn=AppTxn(app_id, version), commit_message=message)
-    return None if info.skipped else info.version
-
-
-# ---- landing ----------------------------------------------------------------------------------
-
-
-def list_landing(folder: str) -> list[str]:
-    """File names in a landing folder, in arrival order (name order); hidden and `_` files are
-    not landed yet (writers rename them into place). A missing folder has no files."""
-    import os
-
-    from joins.landing.files import list_landing_files
-
-    if "://" not in folder and not os.path.isdir(folder):
-        return []
-    return [os.path.basename(p) for p in list_landing_files(folder)]
-
-
-@dataclass(frozen=True)
-class IngestSummary:
-    """One ingest batch of a source. rows_in = stored + expired + quarantined."""
-
-    source: str
-    batch_id: int
-    files: tuple[str, ...]
-    rows_in: int
-    stored: int
-    expired: int
-    quarantined: int
-    stream_time: int | None
-    delta_version: int | None
-    skipped: bool
-
-
-def ingest_table_batch(spark: SparkSession, source: SourceSpec, files: Sequence[str], *,
-                       versions_path: str, quarantine_path: str, batch_id: int,
-                       history_retention_ms: int) -> IngestSummary:
-    """Landing files -> the versioned Delta table (seed rules, expired and bad rows quarantined)."""
-    from joins.landing import ingest_landing
-
-    report = ingest_landing(spark, list(files), source.landing_spec(), versions_path=versions_path,
-                            quarantine_path=quarantine_path, source_id=source.name,
-                            batch_id=batch_id, history_retention_ms=history_retention_ms)
-    return IngestSummary(
-        source=source.name, batch_id=batch_id, files=tuple(_names(files)), rows_in=report.rows_in,
-        stored=report.stored, expired=report.expired, quarantined=report.quarantined,
-        stream_time=report.stream_time_after, delta_version=delta_version(versions_path),
-        skipped=report.skipped)
-
-
-def ingest_stream_batch(spark: SparkSession, source: SourceSpec, files: Sequence[str], *,
-                        events_path: str, quarantine_path: str, batch_id: int) -> IngestSummary:
-    """Landing files -> the append-only stream events table (key, values, ts, event_date, _seq).
-
-    Bad rows go to the quarantine table (same layout as a versioned table's) or refuse the batch,
-    per `on_bad_record`. Two idempotent commits, quarantine first: the events commit marks the
-    batch done, so a re-run after a crash between them skips the quarantine write and makes the
-    events commit."""
-    from pyspark.sql import functions as F
-
-    from joins.landing import read_landing
-    from joins.operators.versioned_table.spark_incremental import (
-        BATCH_ID,
-        SOURCE_ID,
-        bad_record_quarantine_rows,
-    )
-
-    committed = txn_version(events_path, source.name)
-    if committed is not None and batch_id <= committed:
-        return _recorded_stream_batch(spark, source, files, events_path=events_path,
-                                      quarantine_path=quarantine_path, batch_id=batch_id)
-    batch = read_landing(spark, list(files), source.landing_spec())
-    try:
-        events = batch.changelog.select(
-            *source_columns(source),
-            F.col("ts").cast("long").alias("ts"),
-            F.to_date(F.timestamp_millis(F.col("ts"))).alias("event_date"),
-            (F.lit(batch_id).cast("long") * F.lit(1 << SEQ_BATCH_SHIFT) + F.col("arrival")).alias(SEQ),
-            F.lit(source.name).alias(SOURCE_ID),
-            F.lit(batch_id).cast("long").alias(BATCH_ID),
-            "source_file", "source_row",
-        ).persist()
-        bad = bad_record_quarantine_rows(batch.bad_records, source_id=source.name,
-                                         batch_id=batch_id).persist()
-        try:
-            stats = events.agg(F.count(F.lit(1)).alias("n"), F.max("ts").alias("max_ts")).first()
-            stored = int(stats["n"]) if stats else 0
-            max_ts = stats["max_ts"] if stats else None
-            quarantined = bad.count()
-            if quarantined:
-                append_rows(bad, quarantine_path, app_id=source.name, version=batch_id,
-                            message=f"quarantine of batch {batch_id} from {source.name}")
-            version = append_rows(events, events_path, app_id=source.name, version=batch_id,
-                                  message=f"events of batch {batch_id} from {source.name}",
-                                  partition_by=["event_date"])
-        finally:
-            events.unpersist()
-            bad.unpersist()
-    finally:
-        batch.close()
-    return IngestSummary(source=source.name, batch_id=batch_id, files=tuple(_names(files)),
-                         rows_in=stored + quarantined, stored=stored, expired=0,
-                         quarantined=quarantined,
-                         stream_time=None if max_ts is None else int(max_ts),
-                         delta_version=version if version is not None else delta_version(events_path),
-                         skipped=version is None)
-
-
-def _recorded_stream_batch(spark: SparkSession, source: SourceSpec, files: Sequence[str], *,
-                           events_path: str, quarantine_path: str, batch_id: int) -> IngestSummary:
-    from pyspark.sql import functions as F
-
-    events = read_table(spark, events_path, columns=["batch_id", "ts"])
-    row = events.where(F.col("batch_id") == batch_id).agg(F.count("*"), F.max("ts")).first()
-    stored = int(row[0]) if row else 0
-    quarantined = 0
-    if table_exists(quarantine_path):
-        q = read_table(spark, quarantine_path, columns=["source_id", "batch_id"])
-        quarantined = q.where((F.col("source_id") == source.name) & (F.col("batch_id") == batch_id)).count()
-    return IngestSummary(source=source.name, batch_id=batch_id, files=tuple(_names(files)),
-                         rows_in=stored + quarantined, stored=stored, expired=0, quarantined=quarantined,
-                         stream_time=None if not row or row[1] is None else int(row[1]),
-                         delta_version=delta_version(events_path), skipped=True)
-
-
-def source_columns(source: SourceSpec) -> list[str]:
-    return [c.name for c in source.key_columns] + list(source.value_names)
-
-
-def _names(files: Sequence[str]) -> list[str]:
-    import os
-
-    return [os.path.basename(f) for f in files]
 
 
 # ---- join -------------------------------------------------------------------------------------
@@ -423,13 +268,17 @@ class QuarantineCounts:
 
 def quarantine_counts(spark: SparkSession, layout: JoinLayout) -> QuarantineCounts:
     """rows in = stored + quarantined rows of each source; quarantined = both sources'
-    quarantine tables plus the join's (late stream records under `late: quarantine`, which are
-    stream rows already counted in)."""
+    quarantine tables (rows of batches whose commit point landed) plus the join's (late stream
+    records under `late: quarantine`, which are stream rows already counted in)."""
+    from joins.operators.versioned_table.quarantine import read_committed_quarantine
+
     by_kind: dict[tuple[str, str], int] = {}
     rows_in = 0
     for source in (layout.spec.stream, layout.spec.table):
         rows_in += count_rows(spark, layout.table(source))
-        for kind, n in quarantine_by_kind(spark, layout.quarantine(source)).items():
+        q = read_committed_quarantine(spark, layout.quarantine(source),
+                                      table_path=layout.table(source), source_id=source.name)
+        for kind, n in ({} if q is None else _by_kind(q)).items():
             by_kind[(source.name, kind)] = n
             rows_in += n
     join_q = count_rows(spark, layout.join_quarantine)
@@ -445,13 +294,10 @@ def count_rows(spark: SparkSession, path: str) -> int:
     return read_table(spark, path).count()
 
 
-def quarantine_by_kind(spark: SparkSession, path: str) -> dict[str, int]:
+def _by_kind(df: DataFrame) -> dict[str, int]:
     """{reason kind: rows} of a quarantine table (one tiny aggregate row per kind)."""
     from pyspark.sql import functions as F
 
-    if not table_exists(path):
-        return {}
-    df = read_table(spark, path)
     kind = F.col("kind") if "kind" in df.columns else F.lit("late")
     return {str(r["k"]): int(r["n"]) for r in
             df.groupBy(kind.alias("k")).agg(F.count("*").alias("n")).collect()}

@@ -16,6 +16,7 @@ For a spec named `orders_with_rates` with sources `orders` (stream) and `rates` 
 Resources: `spark` (resources.SparkResource) and `lake` (resources.LakeResource).
 """
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -39,10 +40,10 @@ from dagster import (
 from pydantic import Field
 
 from assets import engine
-from assets.ingestion import SourceKind, run_ingest
 from assets.layout import JoinLayout
 from assets.metadata import backfill_metadata, ingest_metadata, microbatch_metadata
 from assets.specs import JoinSpec, SourceSpec, parse_join_spec
+from joins.ingest import SourceKind, run_ingest
 from pipelines.partitions import event_day_partitions
 from resources import LakeResource, SparkResource
 
@@ -57,6 +58,9 @@ class IngestConfig(Config):
 
     files: list[str] = Field(default_factory=list,
                              description="landing file names (the sensor passes the new ones)")
+    wait_s: float = Field(default=300.0, ge=0,
+                          description="how long to wait for another ingest of the source to "
+                                      "finish before failing the run (one ingest at a time)")
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,12 @@ def _ingest_asset(spec: JoinSpec, source: SourceSpec, kind: SourceKind) -> Asset
     def _ingest(context: AssetExecutionContext, config: IngestConfig, spark: SparkResource,
                 lake: LakeResource) -> Iterator[MaterializeResult]:
         layout = JoinLayout.of(lake, spec)
-        summaries = run_ingest(spark.get_session(), layout, source, kind, requested=config.files)
+        summaries = run_ingest(
+            spark.get_session(), layout.ingest_source(source), requested=config.files,
+            wait_s=config.wait_s,
+            on_wait=lambda holder: context.log.info(
+                f"waiting up to {config.wait_s:.0f} s for another ingest of {source.name}: "
+                f"{holder.describe(int(time.time() * 1000))}"))
         if not summaries:
             # Nothing changed, so nothing is materialized (the join's sensor sees no new version).
             context.log.info(f"no new files in {layout.landing(source)}")
@@ -112,6 +121,7 @@ def _ingest_asset(spec: JoinSpec, source: SourceSpec, kind: SourceKind) -> Asset
             context.log.info(
                 f"{source.name} batch {s.batch_id}: {s.rows_in} rows in = {s.stored} stored + "
                 f"{s.expired} expired + {s.quarantined} quarantined"
+                + (f" (files quarantined whole: {list(s.bad_files)})" if s.bad_files else "")
                 + (" (already committed)" if s.skipped else ""))
         yield MaterializeResult(metadata=ingest_metadata(
             summaries, table_path=layout.table(source), quarantine_path=layout.quarantine(source),

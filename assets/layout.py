@@ -4,6 +4,7 @@
     <root>/tables/<source>         the versioned table (table source) / the events table (stream)
     <root>/quarantine/<source>     input rows not stored, with the reason
     <root>/manifests/<source>      which landing files each ingest batch took
+    <root>/leases/<source>         the writer lease: one ingest of the source at a time
     <root>/joins/<join>/           the join: output (by event_date), quarantine, buffer, checkpoints
 """
 
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from assets.specs import JoinSpec, SourceSpec
 
 if TYPE_CHECKING:
+    from joins.ingest import IngestSource
     from resources.lake import LakeResource
 
 
@@ -48,6 +50,21 @@ class JoinLayout:
 
     def manifest(self, source: SourceSpec) -> str:
         return self._under("manifests", source.name)
+
+    def lease(self, source: SourceSpec) -> str:
+        return self._under("leases", source.name)
+
+    def ingest_source(self, source: SourceSpec) -> IngestSource:
+        """The ingest engine's view of one of the spec's sources."""
+        from joins.ingest import IngestSource
+
+        is_table = source.name == self.spec.table.name
+        return IngestSource(
+            name=source.name, kind="table" if is_table else "stream", landing=self.landing(source),
+            spec=source.landing_spec(), table=self.table(source),
+            quarantine=self.quarantine(source), manifest=self.manifest(source),
+            lease=self.lease(source),
+            history_retention_ms=self.spec.history_retention_ms if is_table else None)
 
     @property
     def join_root(self) -> str:

@@ -13,7 +13,8 @@ from typing import Any
 
 from dagster import MetadataValue
 
-from assets.engine import BackfillSummary, IngestSummary, Lateness, MicroBatchSummary
+from assets.engine import BackfillSummary, Lateness, MicroBatchSummary
+from joins.ingest import IngestSummary
 
 STREAM_TIME = "stream_time"
 
@@ -72,6 +73,8 @@ def ingest_metadata(summaries: Sequence[IngestSummary], *, table_path: str, quar
         "stored": MetadataValue.int(sum(s.stored for s in summaries)),
         "expired": MetadataValue.int(sum(s.expired for s in summaries)),
         "quarantined": MetadataValue.int(sum(s.quarantined for s in summaries)),
+        "bad_files": MetadataValue.md("\n".join(f"- `{f}`" for s in summaries for f in s.bad_files)
+                                      or "none"),
         STREAM_TIME: MetadataValue.int(last.stream_time if last.stream_time is not None else -1),
         "stream_time_utc": MetadataValue.text(utc_text(last.stream_time)),
         "already_committed": MetadataValue.bool(all(s.skipped for s in summaries)),

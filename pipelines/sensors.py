@@ -6,7 +6,9 @@ tick that requests nothing says why, in the tick's skip reason.
 - `<source>_landing_sensor`: cursor = the landing file names already requested; a new file set
   gets one run whose run key is derived from the set (a tick re-evaluated with the same cursor
   asks for the same run key, which Dagster de-duplicates). The run ingests exactly those files
-  (see `assets.ingestion`: a file is ingested once, whatever asks for it).
+  (see `joins.ingest`: a file is ingested once, whatever asks for it). While an ingest run of
+  the source is queued or running (a run of its ingest job, or any ingest holding the source's
+  lease), nothing is requested and the cursor stays: the new files go into the next run.
 - `<join>_microbatch_sensor`: cursor = the (stream, table) Delta versions the last requested
   micro-batch will consume; a new version of either input requests the next micro-batch, run
   key = the version pair. While a micro-batch runs, no other is requested (they would contend
@@ -31,6 +33,7 @@ from assets import engine
 from assets.factory import MODE_MICROBATCH, MODE_TAG, JoinAssets
 from assets.layout import JoinLayout
 from assets.specs import SourceSpec
+from joins.ingest import ingest_in_progress, list_landing
 from resources import LakeResource
 
 if TYPE_CHECKING:
@@ -50,6 +53,12 @@ def _load_cursor(cursor: str | None) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
+
+
 def landing_run_key(source: str, files: list[str]) -> str:
     digest = hashlib.sha256("\n".join(sorted(files)).encode()).hexdigest()[:16]
     return f"{source}:{len(files)}-files:{digest}"
@@ -64,11 +73,20 @@ def landing_sensor(ja: JoinAssets, source: SourceSpec,
             minimum_interval_seconds=spec.sensor_interval_s,
             description=f"Ingests new files of the `{source.name}` landing folder.")
     def _landing(context: SensorEvaluationContext, lake: LakeResource) -> RunRequest | SkipReason:
-        folder = JoinLayout.of(lake, spec).landing(source)
+        layout = JoinLayout.of(lake, spec)
+        folder = layout.landing(source)
         seen = set(_load_cursor(context.cursor).get("files", []))
-        new = [f for f in engine.list_landing(folder) if f not in seen]
+        new = [f for f in list_landing(folder) if f not in seen]
         if not new:
             return SkipReason(f"no new files in {folder}")
+        running = context.instance.get_runs(RunsFilter(job_name=job.name, statuses=ACTIVE), limit=1)
+        if running:
+            return SkipReason(f"ingest run {running[0].run_id[:8]} of {source.name} is queued or "
+                              f"running; {len(new)} new file(s) go into the next run")
+        holder = ingest_in_progress(layout.ingest_source(source))
+        if holder is not None:
+            return SkipReason(f"an ingest of {source.name} is running ({holder.describe(_now_ms())}); "
+                              f"{len(new)} new file(s) go into the next run")
         context.update_cursor(json.dumps({"files": sorted(seen | set(new))}))
         return RunRequest(
             run_key=landing_run_key(source.name, new),

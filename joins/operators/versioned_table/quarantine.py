@@ -157,3 +157,17 @@ def batch_quarantine_counts(spark: SparkSession, path: str, *, source_id: str,
     q = read_delta(spark, path, columns=[SOURCE_ID, BATCH_ID, "kind"])
     q = q.where((F.col(SOURCE_ID) == source_id) & (F.col(BATCH_ID) == batch_id))
     return {r["kind"]: int(r["n"]) for r in q.groupBy("kind").agg(F.count("*").alias("n")).collect()}
+
+
+def batch_bad_files(spark: SparkSession, path: str, *, source_id: str, batch_id: int) -> list[str]:
+    """The files of one batch that were quarantined whole (a few rows at most)."""
+    from pyspark.sql import functions as F
+
+    from joins.lake import read_delta, table_exists
+
+    if not table_exists(path):
+        return []
+    q = read_delta(spark, path, columns=[SOURCE_ID, BATCH_ID, "kind", SOURCE_FILE])
+    rows = q.where((F.col(SOURCE_ID) == source_id) & (F.col(BATCH_ID) == batch_id)
+                   & (F.col("kind") == KIND_BAD_FILE)).select(SOURCE_FILE).collect()
+    return sorted(r[SOURCE_FILE] for r in rows)
