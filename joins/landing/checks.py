@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def _utc(ms: int) -> str:
     when = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ms)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _ts_range(ts: Column, spec: LandingSpec) -> Column:

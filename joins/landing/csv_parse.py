@@ -9,8 +9,8 @@ text and, for a record that cannot be split into fields, the reason:
 - larger than `max_record_bytes`;
 - not valid UTF-8 (bytes are decoded with `surrogateescape`, so an invalid byte is seen, never
   replaced by U+FFFD unnoticed; the quarantined text shows U+FFFD in its place);
-- malformed CSV (`strict` parsing: a quote inside an unquoted field, text after a closing
-  quote, a NUL byte, a quoted field never closed).
+- malformed CSV (`strict` parsing: text after a closing quote, a quoted field never closed;
+  a quote inside an unquoted field is a character of the field, as Python reads it).
 
 A file that cannot be opened or read through is reported once, with index -1.
 """
@@ -67,8 +67,8 @@ def parse_csv(stream: BinaryIO, *, delimiter: str, max_record_bytes: int) -> Ite
             consumed.append(line)
             yield line
 
-    # The field limit keeps one huge field from being built in memory; the record limit below
-    # is the stated one.
+    # The field limit stops building a huge field early (an over-long field always makes an
+    # over-long record, whose size is the reason given below).
     csv.field_size_limit(max_record_bytes)
     reader = csv.reader(lines(), delimiter=delimiter, strict=True)
     index = 0
@@ -81,8 +81,6 @@ def parse_csv(stream: BinaryIO, *, delimiter: str, max_record_bytes: int) -> Ite
             return
         except csv.Error as exc:
             fields, problem = None, f"malformed CSV: {exc}"
-            if "field larger than field limit" in str(exc):
-                problem = f"record too large: a field is over max_record_bytes ({max_record_bytes})"
         raw = "".join(consumed)
         consumed.clear()
         if fields is not None and not raw.strip():

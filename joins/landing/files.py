@@ -161,3 +161,13 @@ def display_names(spark_paths: Sequence[str], files: Sequence[str]) -> dict[str,
             raise ConfigError(f"{OPERATOR}: Spark read a file that was not listed: {sp}")
         out[sp] = found
     return out
+
+
+def read_error_text(exc: BaseException) -> str:
+    """A one-line account of why a read failed: a JVM error's own message (the line after
+    py4j's "An error occurred while calling ...") and its root cause."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    head = next((ln[1:].strip() for ln in lines if ln.startswith(":")), lines[0] if lines else "")
+    causes = [ln[len("Caused by:"):].strip() for ln in lines if ln.startswith("Caused by:")]
+    text = head if not causes else f"{head} (cause: {causes[-1]})"
+    return (text or type(exc).__name__)[:400]

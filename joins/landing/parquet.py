@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from joins.landing.files import display_names, open_landing_file, reader_options, spark_path
+from joins.landing.files import (
+    display_names,
+    open_landing_file,
+    read_error_text,
+    reader_options,
+    spark_path,
+)
 from joins.landing.numbering import arrivals_by_file
 from joins.landing.spec import SPARK_TYPES, LandingSpec
 from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, problem_col, too_large
@@ -41,11 +47,6 @@ def _lossless(file_type: DataType, declared: str) -> bool:
     return file_type.typeName() in _LOSSLESS[declared]
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__
-
-
 def footer_problem(path: str) -> str | None:
     """Why `path` is no readable Parquet file, judged by its footer (None: it reads)."""
     import pyarrow.parquet as pq
@@ -54,7 +55,7 @@ def footer_problem(path: str) -> str | None:
         with open_landing_file(path) as stream:
             pq.ParquetFile(stream).metadata  # noqa: B018 (reading the footer is the check)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
-        return f"not a readable Parquet file: {_first_line(exc)}"
+        return f"not a readable Parquet file: {read_error_text(exc)}"
     return None
 
 
@@ -99,7 +100,7 @@ def _decodes(spark: SparkSession, path: str, schema: StructType) -> str | None:
         _read(spark, [path], schema).agg(F.sum(F.hash(*(F.col(f"`{n}`") for n in schema.names)))
                                          ).collect()
     except Exception as exc:  # a JVM error of the read, whatever its class
-        return f"not a readable Parquet file: {_first_line(exc)}"
+        return f"not a readable Parquet file: {read_error_text(exc)}"
     return None
 
 
@@ -113,7 +114,7 @@ def _schemas(spark: SparkSession, files: Sequence[str]
             try:
                 schema = spark.read.options(**reader_options([path])).parquet(spark_path(path)).schema
             except Exception as exc:  # the footer read, but Spark cannot map its schema
-                problem = f"not a readable Parquet file: {_first_line(exc)}"
+                problem = f"not a readable Parquet file: {read_error_text(exc)}"
         if problem is not None:
             bad.append((path, problem))
             continue

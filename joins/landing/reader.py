@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 from joins.errors import InputRecordError
 from joins.landing.checks import split_cells
 from joins.landing.csv_records import csv_cells
-from joins.landing.files import LandingFile, list_landing_files, reader_options, spark_path
+from joins.landing.files import (
+    LandingFile,
+    list_landing_files,
+    read_error_text,
+    reader_options,
+    spark_path,
+)
 from joins.landing.parquet import parquet_cells
 from joins.landing.spec import LandingSpec, require_spec
 from joins.landing.text import empty_cells, json_cells, numbered_lines
@@ -105,8 +111,7 @@ def _text_lines(spark: SparkSession, files: list[str]
                     spark.read.options(**reader_options([path])).text(spark_path(path)).agg(
                         F.sum(F.length("value"))).collect()
                 except Exception as exc:  # a JVM error of the read, whatever its class
-                    lines_of = str(exc).strip().splitlines()
-                    broken.append((path, f"cannot be read: {lines_of[0][:300] if lines_of else exc}"))
+                    broken.append((path, f"cannot be read: {read_error_text(exc)}"))
             if not broken:
                 raise
             bad += broken
