@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from joins.ingest.source import IngestSource, IngestSummary
 from joins.landing import read_landing
+from joins.operators.versioned_table.batches import check_batch_order
 from joins.operators.versioned_table.quarantine import (
     bad_record_quarantine_rows,
     batch_bad_files,
@@ -23,7 +24,6 @@ from joins.operators.versioned_table.quarantine import (
     commit_quarantine,
 )
 from joins.operators.versioned_table.spark_batch import BATCH_ID, SOURCE_ID, event_date
-from joins.operators.versioned_table.spark_incremental import check_batch_order
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

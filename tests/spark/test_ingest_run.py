@@ -28,9 +28,9 @@ from joins.lake import (
 )
 from joins.landing import LandingSpec
 from joins.operators.versioned_table import spark_incremental
+from joins.operators.versioned_table.batches import IngestStateError
 from joins.operators.versioned_table.quarantine import read_committed_quarantine
 from joins.operators.versioned_table.retention import RETENTION_PROPERTY, read_history_retention
-from joins.operators.versioned_table.spark_incremental import IngestStateError
 
 pytestmark = pytest.mark.spark
 
@@ -71,6 +71,18 @@ def stored(spark: Any, src: IngestSource) -> list[tuple[str, int, int]]:
 def quarantined(spark: Any, src: IngestSource) -> list[tuple[str, int | None, str, str]]:
     return sorted((r["source_file"].rsplit("/", 1)[-1], r["source_row"], r["field"], r["kind"])
                   for r in read_delta(spark, src.quarantine).collect())
+
+
+def crash_run(spark: Any, src: IngestSource, monkeypatch: pytest.MonkeyPatch, module: Any,
+              step: str) -> None:
+    """An ingest run killed when it reaches `module.step`."""
+    def crash(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError(f"killed at {step}")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(module, step, crash)
+        with pytest.raises(RuntimeError, match="killed"):
+            run_ingest(spark, src)
 
 
 def test_corrupt_parquet_glob_name_and_out_of_range_ts_land_with_good_files(spark: Any,
@@ -120,13 +132,7 @@ def test_half_committed_batch_with_an_edited_file_is_completed_without_stale_row
     folder = Path(src.landing)
     edited = land_jsonl(folder, "0.jsonl", ("a", 1_000, 1), '{"k": "b", "ts": "late"}')
 
-    def crash(*_a: Any, **_k: Any) -> Any:
-        raise RuntimeError("killed between the quarantine and the versions commit")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(spark_incremental, "_commit_versions", crash)
-        with pytest.raises(RuntimeError, match="killed"):
-            run_ingest(spark, src)
+    crash_run(spark, src, monkeypatch, spark_incremental, "_commit_versions")
     assert delta_version(src.quarantine) is not None and delta_version(src.table) is None
     # Readers see nothing of a batch whose commit point did not land.
     assert read_committed_quarantine(spark, src.quarantine, table_path=src.table,
@@ -149,13 +155,7 @@ def test_a_planned_file_removed_before_the_rerun_is_quarantined_not_blocking(
     land_jsonl(folder, "0.jsonl", ("a", 1_000, 1))
     land_jsonl(folder, "1.jsonl", ("b", 1_100, 2))
 
-    def crash(*_a: Any, **_k: Any) -> Any:
-        raise RuntimeError("killed after the plan commit")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(ingest_run, "_ingest_batch", crash)
-        with pytest.raises(RuntimeError, match="killed"):
-            run_ingest(spark, src)
+    crash_run(spark, src, monkeypatch, ingest_run, "_ingest_batch")  # after the plan commit
     (folder / "1.jsonl").unlink()
     [resumed] = run_ingest(spark, src)
     assert (resumed.batch_id, resumed.stored, resumed.quarantined, resumed.bad_files) == (

@@ -172,6 +172,18 @@ def whole_file_refusals(folder: Path, fmt: str) -> dict[str, Expect]:
     }
 
 
+def finish_corpus(spark: Any, root: Path, fmt: str, write: Any, expected: dict[str, Expect]) -> None:
+    """Add the cases every format shares (odd names, refused entries, an expired put: its file
+    sorts last, behind stream time), then ingest and check."""
+    folder = root / "landing"
+    expected.update(special_names(folder, fmt, write))
+    expected.update(whole_file_refusals(folder, fmt))
+    write(folder / f"zz-late.{fmt}", [good("Z1", 10)])
+    # A CSV file's first row is line 2 (the header is line 1).
+    expected[f"zz-late.{fmt}"] = Expect(expired=[(2 if fmt == "csv" else 1, 10)])
+    check_corpus(spark, root, spec(fmt), expected)
+
+
 # ---- JSON lines ---------------------------------------------------------------------------------
 
 
@@ -233,11 +245,7 @@ def test_jsonl_corpus(spark: Any, tmp_path: Path) -> None:
         "cannot be read: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered "
         f"error while reading file file://{folder}/05-broken.jsonl.gz.  SQLSTATE: KD001 (cause: "
         "java.io.IOException: gzip data not compressed with deflate method)"))
-    expected.update(special_names(folder, "jsonl", write_jsonl))
-    expected.update(whole_file_refusals(folder, "jsonl"))
-    (folder / "zz-late.jsonl").write_bytes(lines(good("Z1", 10)))
-    expected["zz-late.jsonl"] = Expect(expired=[(1, 10)])
-    check_corpus(spark, tmp_path, spec("jsonl"), expected)
+    finish_corpus(spark, tmp_path, "jsonl", write_jsonl, expected)
 
 
 # ---- CSV ------------------------------------------------------------------------------------------
@@ -308,11 +316,7 @@ def test_csv_corpus(spark: Any, tmp_path: Path) -> None:
     expected["05-nul.csv"] = Expect(stored=[row_of(good("C8", 1_700, w="a\x00b"))])
     (folder / "06-empty.csv").write_bytes(b"")
     expected["06-empty.csv"] = Expect()
-    expected.update(special_names(folder, "csv", write_csv))
-    expected.update(whole_file_refusals(folder, "csv"))
-    (folder / "zz-late.csv").write_bytes(csv_bytes([["Z1", 10, 1, "x", 0.5]]))
-    expected["zz-late.csv"] = Expect(expired=[(2, 10)])
-    check_corpus(spark, tmp_path, spec("csv"), expected)
+    finish_corpus(spark, tmp_path, "csv", write_csv, expected)
 
 
 # ---- Parquet ------------------------------------------------------------------------------------
@@ -384,8 +388,4 @@ def test_parquet_corpus(spark: Any, tmp_path: Path) -> None:
         "not a readable Parquet file: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] "
         f"Encountered error while reading file file://{folder}/08-bad-page.parquet.  SQLSTATE: "
         "KD001 (cause: java.io.IOException: FAILED_TO_UNCOMPRESS(5))"))
-    expected.update(special_names(folder, "parquet", write_parquet))
-    expected.update(whole_file_refusals(folder, "parquet"))
-    write_parquet(folder / "zz-late.parquet", [good("Z1", 10)])
-    expected["zz-late.parquet"] = Expect(expired=[(1, 10)])
-    check_corpus(spark, tmp_path, spec("parquet"), expected)
+    finish_corpus(spark, tmp_path, "parquet", write_parquet, expected)
