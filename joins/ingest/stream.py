@@ -48,8 +48,7 @@ def ingest_stream_batch(spark: SparkSession, source: IngestSource, files: Sequen
     from joins.lake import AppTxn, delta_version, txn_version, write_delta
 
     all_files = sorted([*files, *(p for p, _ in refused)])
-    committed = txn_version(source.table, source.name) if delta_version(source.table) is not None \
-        else None
+    committed = txn_version(source.table, source.name)
     if committed is not None and batch_id <= committed:
         return recorded_stream_batch(spark, source, all_files, batch_id=batch_id)
     check_batch_order(main_path=source.table, quarantine_path=source.quarantine,

@@ -59,7 +59,9 @@ def _shown(raw: str, size: int, max_bytes: int) -> str:
 
 def parse_csv(stream: BinaryIO, *, delimiter: str, max_record_bytes: int) -> Iterator[CsvRecord]:
     """The records of one CSV file (see the module doc)."""
-    text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
+    # utf-8-sig drops a leading byte order mark (spreadsheet exports write one), as Spark's text
+    # reader does for JSON lines.
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
     consumed: list[str] = []
 
     def lines() -> Iterator[str]:

@@ -142,8 +142,7 @@ def read_landing(spark: SparkSession, files: str | Sequence[str], spec: LandingS
     from pyspark.sql import functions as F
 
     spec = require_spec(spec)
-    listed = list_landing_files(files) if not isinstance(files, str) or files else []
-    listed = sorted([*listed, *(LandingFile(p, problem) for p, problem in refused)],
+    listed = sorted([*list_landing_files(files), *(LandingFile(p, problem) for p, problem in refused)],
                     key=lambda f: (f.name, f.path))
     bad_files = [(f.path, f.problem) for f in listed if f.problem is not None]
     readable = [f.path for f in listed if f.problem is None]

@@ -273,6 +273,16 @@ def test_bad_reading_options_name_the_key(config: dict[str, Any], key: str) -> N
         LandingSpec.parse(spec("jsonl", **{"format": "jsonl", **config}))
 
 
+def test_csv_byte_order_mark_is_not_part_of_the_header(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfk,ts,v,w\r\nx,7,1,w1\r\n")
+    batch = read_landing(spark, str(path), spec("csv"))
+    try:
+        assert [(r["k"], r["ts"], r["w"]) for r in batch.changelog.collect()] == [("x", 7, "w1")]
+    finally:
+        batch.close()
+
+
 def test_csv_without_header_reads_the_declared_columns(spark: Any, tmp_path: Path) -> None:
     path = csv_file(tmp_path / "a.csv", "x,7,1,w1", "y,8,2,w2")
     s = spec("csv", csv_header=False, csv_columns=["k", "ts", "v", "w"])
