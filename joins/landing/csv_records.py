@@ -108,13 +108,17 @@ def csv_cells(spark: SparkSession, files: Sequence[str],
     if not files:
         return empty_cells(spark, spec), [], []
     records = csv_records(spark, files, spec).persist()
-    unreadable = {r["_fi"]: r["_problem"] for r in
-                  records.where(F.col("_idx") == FILE_PROBLEM_INDEX).select("_fi", "_problem").collect()}
-    records_ok = records.where(~F.col("_fi").isin(list(unreadable)) if unreadable else F.lit(True))
-    counts = [(r["_fi"], files[r["_fi"]], int(r["n"])) for r in
-              records_ok.groupBy("_fi").agg(F.count("*").alias("n")).collect()]
+    try:
+        unreadable = {r["_fi"]: r["_problem"] for r in records.where(
+            F.col("_idx") == FILE_PROBLEM_INDEX).select("_fi", "_problem").collect()}
+        records_ok = records.where(~F.col("_fi").isin(list(unreadable)) if unreadable else F.lit(True))
+        counts = [(r["_fi"], files[r["_fi"]], int(r["n"])) for r in
+                  records_ok.groupBy("_fi").agg(F.count("*").alias("n")).collect()]
+        headers = _headers(records_ok, spec, len(files))
+    except Exception:
+        records.unpersist()
+        raise
     numbered = records_ok.join(F.broadcast(arrivals_by_file(spark, counts)), on="_fi")
-    headers = _headers(records_ok, spec, len(files))
     parts: list[DataFrame] = []
     by_header: dict[tuple[str, ...] | None, list[int]] = {}
     for fi, header in headers.items():

@@ -60,7 +60,11 @@ def numbered_lines(spark: SparkSession, files: Sequence[str]) -> tuple[DataFrame
     # Persisted so the ids seen by the statistics pass are the ids joined back afterwards.
     raw = raw.persist()
     stats = raw.groupBy("_fp", "_blk").agg(F.count("*").alias("n"), F.min("_mid").alias("first"))
-    splits = stats.collect()  # one row per file split: tiny
+    try:
+        splits = stats.collect()  # one row per file split: tiny
+    except Exception:
+        raw.unpersist()  # a file that does not read: the caller retries without it
+        raise
     names = display_names(sorted({r["_fp"] for r in splits}), files)
     ordered = sorted(splits, key=lambda r: (names[r["_fp"]][0], r["_blk"]))
     offsets: list[tuple[str, int, int, str, int, int]] = []
