@@ -1,6 +1,5 @@
-"""Asset factories: a join spec becomes Dagster assets (versioned table, stream events, join)."""
+"""The asset factory: a pipeline spec becomes Dagster assets (inputs, join) and its micro-batch job."""
 
-from assets.factory import JoinAssets, build_join_assets
-from assets.specs import JoinSpec, SourceSpec, parse_join_spec
+from assets.factory import PipelineAssets, build_pipeline_assets
 
-__all__ = ["JoinAssets", "JoinSpec", "SourceSpec", "build_join_assets", "parse_join_spec"]
+__all__ = ["PipelineAssets", "build_pipeline_assets"]

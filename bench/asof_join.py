@@ -152,7 +152,7 @@ def read_sides(spark: SparkSession, ds: DataSet) -> tuple[DataFrame, DataFrame]:
 
 
 def spark_asof(spark: SparkSession, ds: DataSet, strategy: str) -> DataFrame:
-    from joins.operators.stream_table_join.spark_batch import asof_join
+    from joins.asof import asof_join
 
     events, versions = read_sides(spark, ds)
     return asof_join(events, versions, stream_key="key", stream_ts="ts", table_key="key", table_ts="ts",

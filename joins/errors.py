@@ -14,6 +14,12 @@ class ConfigError(JoinsError):
     """An operator configuration is invalid (unknown key, bad value, inconsistent settings)."""
 
 
+def config_error(who: str, key: str, message: str) -> ConfigError:
+    """THE shape of a configuration error: `<who>: invalid config: config.<key>: <message>`, where
+    `who` names the operator (or the named spec) and `key` the setting's dotted path."""
+    return ConfigError(f"{who}: invalid config: config.{key}: {message}")
+
+
 class InputRecordError(JoinsError):
     """One input record is malformed. The message names the record and the field."""
 

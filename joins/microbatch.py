@@ -11,10 +11,10 @@ Every emitted item carries `after_input`: the index of the last input record of 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from joins.core.keys import KeyId, key_id
 from joins.operators.base import Item, OperatorDefinition
 
 
@@ -29,9 +29,9 @@ def cut_batches(records: Sequence[Any], batch_size: int | None) -> Iterator[Sequ
         yield records[start:start + size]
 
 
-def key_of(item: Item) -> str:
-    """A hashable identity for an item's key (keys may be JSON objects)."""
-    return json.dumps(item.get("key"), sort_keys=True)
+def key_of(item: Item) -> KeyId:
+    """The identity of an item's key (`joins.core.keys`: 1 and 1.0 are two keys)."""
+    return key_id(item.get("key"))
 
 
 def compact_table_items(items: list[Item]) -> list[Item]:
@@ -42,9 +42,9 @@ def compact_table_items(items: list[Item]) -> list[Item]:
     one not so marked, or the last one if every item of the key is out of order.
     Items that are not table results (quarantine reports, watermarks) pass through unchanged.
     """
-    first_old: dict[str, Any] = {}
-    keep_pos: dict[str, int] = {}
-    has_latest: set[str] = set()
+    first_old: dict[KeyId, Any] = {}
+    keep_pos: dict[KeyId, int] = {}
+    has_latest: set[KeyId] = set()
     for pos, item in enumerate(items):
         if "key" not in item:
             continue

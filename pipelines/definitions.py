@@ -1,64 +1,60 @@
 """The Dagster code location: `defs`, loaded by workspace.yaml (`python_module: pipelines.definitions`).
 
-One join spec ships with the project: orders (a stream keyed by currency) enriched with the
-currency rate valid at each order's time (a versioned table keyed by currency). The lake lives
-under `TJ_LAKE_ROOT` (default `./var/lake`); Spark follows `TJ_SPARK_MASTER` / `TJ_SPARK_REMOTE`.
+Every pipeline is a spec (`joins.pipeline`: a union discriminated by `operator`), and every spec
+becomes its own `Definitions` (`definitions_for`: input assets, the join asset partitioned by
+event day, the micro-batch job and sensor, the landing sensors, the nightly backfill schedule,
+the asset checks), merged with `Definitions.merge`. Specs come from YAML files in a folder
+(`TJ_SPECS_DIR`, default `pipelines/specs/`, which holds the demo's `orders_with_rates.yaml`):
+a user adds a join without writing Python. A bad file is reported by path and setting (in the
+log and by the `spec_errors` sensor, whose every tick shows the errors in the UI) and left out;
+the other pipelines still load.
+
+The lake lives under `TJ_LAKE_ROOT` (default `./var/lake`); Spark follows `TJ_SPARK_MASTER` /
+`TJ_SPARK_REMOTE`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from dagster import AssetSelection, Definitions, define_asset_job
+import yaml
+from dagster import (
+    AssetSelection,
+    Definitions,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SkipReason,
+    define_asset_job,
+    sensor,
+)
 
-from assets.factory import MODE_BACKFILL, MODE_TAG, build_join_assets
-from assets.specs import JoinSpec, parse_join_spec
+from assets.factory import MODE_BACKFILL, MODE_TAG, build_pipeline_assets
+from joins.pipeline import PipelineSpec, SpecFileError, load_spec_folder, parse_pipeline_spec
 from joins.spark import SparkSettings
 from pipelines.checks import build_join_checks
 from pipelines.schedules import nightly_backfill_schedule
 from pipelines.sensors import landing_sensor, microbatch_sensor
 from resources import LakeResource, SparkResource
 
-DEFAULT_LAKE_ROOT = "./var/lake"
-HOUR_MS = 3_600_000
+log = logging.getLogger(__name__)
 
-DEMO_SPEC: dict[str, Any] = {
-    "name": "orders_with_rates",
-    "description": "Orders enriched with the currency rate valid at each order's event time.",
-    "stream": {
-        "name": "orders",
-        "format": "jsonl",
-        "key_columns": [{"name": "currency", "type": "string"}],
-        "value_columns": [{"name": "order_id", "type": "string", "nullable": False},
-                          {"name": "amount", "type": "double"}],
-        "ts_column": "ts",
-        "on_bad_record": "quarantine",
-        "description": "Orders as they arrive (JSON lines), keyed by currency.",
-    },
-    "table": {
-        "name": "rates",
-        "format": "csv",
-        "key_columns": [{"name": "currency", "type": "string"}],
-        "value_columns": [{"name": "rate", "type": "double"}],
-        "ts_column": "ts",
-        "on_bad_record": "quarantine",
-        "description": "Currency rates (CSV) as a versioned table: every version with its "
-                       "event time, one day of history.",
-    },
-    "join": "left",
-    "history_retention_ms": 24 * HOUR_MS,
-    "grace_ms": HOUR_MS // 2,
-    "late": "join",
-    "start_date": "2024-03-01",
-    "backfill_horizon_days": 2,
-    "quarantine_threshold": 0.05,
-}
+DEFAULT_LAKE_ROOT = "./var/lake"
+SPECS_DIR = Path(__file__).resolve().parent / "specs"
+DEMO_SPEC_FILE = SPECS_DIR / "orders_with_rates.yaml"
+# The demo's spec as plain settings (what a YAML file holds).
+DEMO_SPEC: dict[str, Any] = yaml.safe_load(DEMO_SPEC_FILE.read_text())
 
 
 def lake_root_from_env() -> str:
     return os.environ.get("TJ_LAKE_ROOT") or DEFAULT_LAKE_ROOT
+
+
+def specs_dir_from_env() -> Path:
+    return Path(os.environ.get("TJ_SPECS_DIR") or SPECS_DIR)
 
 
 def spark_resource_from_env() -> SparkResource:
@@ -72,43 +68,67 @@ def ingest_job_name(source: str) -> str:
     return f"{source}_ingest"
 
 
-def backfill_job_name(spec: JoinSpec) -> str:
+def backfill_job_name(spec: PipelineSpec) -> str:
     return f"{spec.name}_backfill"
 
 
-def checks_job_name(spec: JoinSpec) -> str:
+def checks_job_name(spec: PipelineSpec) -> str:
     return f"{spec.name}_checks"
 
 
-def build_definitions(specs: Sequence[JoinSpec | dict[str, Any]], *, lake_root: str,
+def definitions_for(raw: PipelineSpec | dict[str, Any]) -> Definitions:
+    """One pipeline's assets, checks, jobs, sensors and schedule (no resources)."""
+    spec = parse_pipeline_spec(raw)
+    pa = build_pipeline_assets(spec)
+    backfill = define_asset_job(
+        backfill_job_name(spec), selection=AssetSelection.assets(pa.join),
+        tags={MODE_TAG: MODE_BACKFILL},
+        description=f"Backfill of {spec.name}: recomputes the selected event days in one run.")
+    checks_job = define_asset_job(
+        checks_job_name(spec), selection=AssetSelection.checks_for_assets(pa.join),
+        description=f"Runs the asset checks of {spec.name} without recomputing it.")
+    jobs: list[Any] = [backfill, checks_job, pa.microbatch_job]
+    sensors = []
+    for item in spec.pipeline_inputs():
+        ingest = define_asset_job(ingest_job_name(item.source.name),
+                                  selection=AssetSelection.assets(pa.input_asset(item.role)),
+                                  description=f"Ingests new landing files of {item.source.name}.")
+        jobs.append(ingest)
+        sensors.append(landing_sensor(pa, item, ingest))
+    sensors.append(microbatch_sensor(pa))
+    return Definitions(assets=pa.assets, asset_checks=build_join_checks(pa), jobs=jobs,
+                       sensors=sensors, schedules=[nightly_backfill_schedule(pa, backfill)])
+
+
+def spec_errors_sensor(errors: Sequence[SpecFileError]) -> SensorDefinition:
+    """A sensor that only reports: every tick shows the spec files that did not load."""
+    text = "\n".join(f"- {e}" for e in errors)
+
+    @sensor(name="spec_errors", minimum_interval_seconds=3600,
+            description=f"Pipeline spec files that did not load:\n{text}")
+    def _errors(context: SensorEvaluationContext) -> SkipReason:
+        return SkipReason(f"{len(errors)} spec file(s) did not load: " +
+                          "; ".join(str(e) for e in errors))
+
+    return _errors
+
+
+def build_definitions(specs: Sequence[PipelineSpec | dict[str, Any]] = (), *, lake_root: str,
+                      spec_dir: str | Path | None = None,
                       spark: SparkResource | None = None) -> Definitions:
-    """Assets, checks, jobs, sensors and the nightly schedule of every join spec."""
-    assets, checks, jobs, sensors, schedules = [], [], [], [], []
-    for raw in specs:
-        spec = parse_join_spec(raw)
-        ja = build_join_assets(spec)
-        join_checks = build_join_checks(ja)
-        assets += ja.assets
-        checks += join_checks
-        backfill = define_asset_job(
-            backfill_job_name(spec), selection=AssetSelection.assets(ja.join),
-            tags={MODE_TAG: MODE_BACKFILL},
-            description=f"Backfill of {spec.name}: recomputes the selected event days in one run.")
-        checks_job = define_asset_job(
-            checks_job_name(spec), selection=AssetSelection.checks_for_assets(ja.join),
-            description=f"Runs the asset checks of {spec.name} without recomputing it.")
-        jobs += [backfill, checks_job, ja.microbatch_job]
-        for source in (spec.table, spec.stream):
-            ingest = define_asset_job(ingest_job_name(source.name),
-                                      selection=AssetSelection.assets(ja.source_asset(source)),
-                                      description=f"Ingests new landing files of {source.name}.")
-            jobs.append(ingest)
-            sensors.append(landing_sensor(ja, source, ingest))
-        sensors.append(microbatch_sensor(ja))
-        schedules.append(nightly_backfill_schedule(ja, backfill))
-    return Definitions(
-        assets=assets, asset_checks=checks, jobs=jobs, sensors=sensors, schedules=schedules,
-        resources={"spark": spark or spark_resource_from_env(), "lake": LakeResource(root=lake_root)})
+    """Definitions of `specs` plus every spec file of `spec_dir`, with the shared resources."""
+    parsed = [parse_pipeline_spec(raw) for raw in specs]
+    parts = [definitions_for(spec) for spec in parsed]
+    if spec_dir is not None:
+        taken = {n for s in parsed for n in (s.name, *(i.source.name for i in s.pipeline_inputs()))}
+        loaded = load_spec_folder(spec_dir, taken=taken)
+        for error in loaded.errors:
+            log.error("pipeline spec not loaded: %s", error)
+        parts += [definitions_for(spec) for spec in loaded.specs]
+        if loaded.errors:
+            parts.append(Definitions(sensors=[spec_errors_sensor(loaded.errors)]))
+    resources = {"spark": spark or spark_resource_from_env(), "lake": LakeResource(root=lake_root)}
+    return Definitions.merge(*parts, Definitions(resources=resources))
 
 
-defs = build_definitions([DEMO_SPEC], lake_root=lake_root_from_env())
+defs = build_definitions(lake_root=lake_root_from_env(), spec_dir=specs_dir_from_env())

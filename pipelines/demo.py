@@ -179,18 +179,17 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
         echo: bool = True) -> DemoResult:
     """Land the sample data wave by wave, ingest and micro-batch it through the sensors, run the
     nightly backfill, check. `instance`: the Dagster instance (default: DAGSTER_HOME's)."""
-    from assets import engine
-    from assets.layout import JoinLayout
-    from assets.specs import parse_join_spec
+    from joins import audit
+    from joins.pipeline import PipelineLayout, parse_pipeline_spec
     from pipelines.definitions import DEMO_SPEC, checks_job_name
     from pipelines.sample_data import generate, write_wave
-    from resources import LakeResource
 
     _fresh_root(root)
     demo = Demo(root, instance, echo=echo)
     out = DemoResult()
-    spec = parse_join_spec(DEMO_SPEC)
-    layout = JoinLayout.of(LakeResource(root=str(root)), spec)
+    spec = parse_pipeline_spec(DEMO_SPEC)
+    layout = PipelineLayout(str(root.resolve()), spec)
+    rates = spec.input("table")
     cfg = sample or SampleConfig()
     data = generate(cfg)
     n_orders = sum(len(w.orders) for w in data)
@@ -230,8 +229,8 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
 
     session = demo.defs.resources["spark"].get_session()
     key = "EUR"
-    versions = engine.versions_of_key(session, spec, layout.table_versions, key)
-    table_time = engine.table_stream_time(session, layout.table_versions) or cfg.start_ms
+    versions = audit.versions_of_key(session, rates, layout.input_table("table"), key)
+    table_time = audit.table_stream_time(session, layout.input_table("table")) or cfg.start_ms
     horizon = table_time - spec.history_retention_ms
     demo.say(f"versioned table `{spec.table.name}`: {len(versions)} versions of {key}; stream time "
              f"{_fmt_ts(table_time)}, history kept from {_fmt_ts(horizon)} (the last 5 versions):")
@@ -240,13 +239,13 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
     probes = [(key, table_time - 2 * 3_600_000 - 17 * 60_000), (key, table_time - 20 * 3_600_000),
               (key, cfg.start_ms + 5 * 3_600_000)]
     demo.say("as-of lookups get(key, as_of) on the versioned table:")
-    for row in engine.lookup_as_of(session, spec, layout.table_versions, probes):
+    for row in audit.lookup_as_of(session, rates, layout.input_table("table"), probes):
         rate = row.get(spec.table.value_names[0])
         why = ("older than stream time - history retention" if row["as_of"] < horizon
                else "no version valid then")
         demo.table(f"    get({row[spec.table.key_column]}, {_fmt_ts(row['as_of'])}) -> "
                    f"{f'null ({why})' if rate is None else f'rate {rate}'}")
-    q = engine.quarantine_counts(session, layout)
+    q = audit.quarantine_counts(session, layout)
     demo.say(f"quarantine: {q.quarantined} of {q.rows_in} input rows ("
              + ", ".join(f"{where} {kind}: {n}" for (where, kind), n in sorted(q.by_kind.items())) + ")")
 

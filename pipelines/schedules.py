@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from dagster import RunRequest, ScheduleDefinition, ScheduleEvaluationContext, SkipReason, schedule
 
-from assets.factory import MODE_BACKFILL, MODE_TAG, JoinAssets
+from assets.factory import MODE_BACKFILL, MODE_TAG, PipelineAssets
 from assets.metadata import STREAM_TIME, metadata_int
 from pipelines.partitions import day_key, day_start_ms, horizon_range, parse_day_key
 
@@ -27,7 +27,7 @@ RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
-def nightly_backfill_schedule(ja: JoinAssets, job: "UnresolvedAssetJobDefinition", *,
+def nightly_backfill_schedule(ja: PipelineAssets, job: "UnresolvedAssetJobDefinition", *,
                               horizon_days: int | None = None) -> ScheduleDefinition:
     """`<join>_nightly_backfill`: one run over the last N event days (N = the spec's
     `backfill_horizon_days` unless `horizon_days` overrides it)."""

@@ -5,18 +5,17 @@ tick that requests nothing says why, in the tick's skip reason.
 
 - `<source>_landing_sensor`: cursor = the landing file names already requested; a new file set
   gets one run whose run key is derived from the set (a tick re-evaluated with the same cursor
-  asks for the same run key, which Dagster de-duplicates). The run ingests exactly those files
-  (see `joins.ingest`: a file is ingested once, whatever asks for it). While an ingest run of
-  the source is queued or running (a run of its ingest job, or any ingest holding the source's
-  lease), nothing is requested and the cursor stays: the new files go into the next run.
-- `<join>_microbatch_sensor`: cursor = the (stream, table) Delta versions the last requested
-  micro-batch will consume; a new version of either input requests the next micro-batch, run
-  key = the version pair. While a micro-batch runs, no other is requested (they would contend
-  for the same state; the engine would refuse the second).
+  asks for the same run key, which Dagster de-duplicates). No run is requested while an ingest
+  of the source is queued or running (its lease says so); the new files go into the next one.
+- `<join>_microbatch_sensor`: cursor = the input Delta versions the last requested micro-batch
+  will consume; a new version of any input requests the next micro-batch, run key = the
+  versions. While a micro-batch runs, no other is requested (the join's writer lease would make
+  the second wait anyway).
 """
 
 import hashlib
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
@@ -29,11 +28,9 @@ from dagster import (
     sensor,
 )
 
-from assets import engine
-from assets.factory import MODE_MICROBATCH, MODE_TAG, JoinAssets
-from assets.layout import JoinLayout
-from assets.specs import SourceSpec
-from joins.ingest import ingest_in_progress, list_landing
+from assets.factory import MODE_MICROBATCH, MODE_TAG, PipelineAssets, layout_of
+from joins import lake as delta
+from joins.pipeline import PipelineInput
 from resources import LakeResource
 
 if TYPE_CHECKING:
@@ -53,27 +50,23 @@ def _load_cursor(cursor: str | None) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
-def _now_ms() -> int:
-    import time
-
-    return int(time.time() * 1000)
-
-
 def landing_run_key(source: str, files: list[str]) -> str:
     digest = hashlib.sha256("\n".join(sorted(files)).encode()).hexdigest()[:16]
     return f"{source}:{len(files)}-files:{digest}"
 
 
-def landing_sensor(ja: JoinAssets, source: SourceSpec,
+def landing_sensor(pa: PipelineAssets, item: PipelineInput,
                    job: "UnresolvedAssetJobDefinition") -> SensorDefinition:
-    spec = ja.spec
-    op_name = ja.source_asset(source).op.name
+    spec, source = pa.spec, item.source
+    op_name = pa.input_asset(item.role).op.name
 
     @sensor(name=f"{source.name}_landing_sensor", job=job,
             minimum_interval_seconds=spec.sensor_interval_s,
             description=f"Ingests new files of the `{source.name}` landing folder.")
     def _landing(context: SensorEvaluationContext, lake: LakeResource) -> RunRequest | SkipReason:
-        layout = JoinLayout.of(lake, spec)
+        from joins.ingest import ingest_in_progress, list_landing
+
+        layout = layout_of(lake, spec)
         folder = layout.landing(source)
         seen = set(_load_cursor(context.cursor).get("files", []))
         new = [f for f in list_landing(folder) if f not in seen]
@@ -83,10 +76,11 @@ def landing_sensor(ja: JoinAssets, source: SourceSpec,
         if running:
             return SkipReason(f"ingest run {running[0].run_id[:8]} of {source.name} is queued or "
                               f"running; {len(new)} new file(s) go into the next run")
-        holder = ingest_in_progress(layout.ingest_source(source))
+        holder = ingest_in_progress(layout.ingest_source(item))
         if holder is not None:
-            return SkipReason(f"an ingest of {source.name} is running ({holder.describe(_now_ms())}); "
-                              f"{len(new)} new file(s) go into the next run")
+            return SkipReason(f"an ingest of {source.name} is running "
+                              f"({holder.describe(int(time.time() * 1000))}); {len(new)} new "
+                              f"file(s) go into the next run")
         context.update_cursor(json.dumps({"files": sorted(seen | set(new))}))
         return RunRequest(
             run_key=landing_run_key(source.name, new),
@@ -96,35 +90,33 @@ def landing_sensor(ja: JoinAssets, source: SourceSpec,
     return _landing
 
 
-def microbatch_sensor(ja: JoinAssets) -> SensorDefinition:
-    spec = ja.spec
+def microbatch_sensor(pa: PipelineAssets) -> SensorDefinition:
+    spec = pa.spec
+    inputs = spec.pipeline_inputs()
 
-    @sensor(name=f"{spec.name}_microbatch_sensor", job=ja.microbatch_job,
+    @sensor(name=f"{spec.name}_microbatch_sensor", job=pa.microbatch_job,
             minimum_interval_seconds=spec.sensor_interval_s,
-            description=f"Runs the next micro-batch of `{spec.name}` when `{spec.stream.name}` or "
-                        f"`{spec.table.name}` has a new Delta version.")
+            description=f"Runs the next micro-batch of `{spec.name}` when "
+                        f"{' or '.join(f'`{i.source.name}`' for i in inputs)} has a new Delta version.")
     def _microbatch(context: SensorEvaluationContext, lake: LakeResource) -> RunRequest | SkipReason:
-        layout = JoinLayout.of(lake, spec)
-        stream_v = engine.delta_version(layout.stream_events)
-        table_v = engine.delta_version(layout.table_versions)
-        missing = [name for name, v in ((spec.stream.name, stream_v), (spec.table.name, table_v))
-                   if v is None]
-        if stream_v is None or table_v is None:
+        layout = layout_of(lake, spec)
+        versions = {i.source.name: delta.delta_version(layout.table(i.source)) for i in inputs}
+        missing = [name for name, v in versions.items() if v is None]
+        if missing:
             return SkipReason(f"waiting for {' and '.join(missing)}: no Delta table yet (nothing "
                               f"ingested from its landing folder)")
-        consumed = _load_cursor(context.cursor)
-        if consumed.get("stream") == stream_v and consumed.get("table") == table_v:
-            return SkipReason(f"stream at v{stream_v}, table at v{table_v}: nothing new since the "
-                              f"last batch")
+        at = ", ".join(f"{name} at v{v}" for name, v in versions.items())
+        if _load_cursor(context.cursor) == versions:
+            return SkipReason(f"{at}: nothing new since the last batch")
         running = context.instance.get_runs(
-            RunsFilter(job_name=ja.microbatch_job_name, statuses=ACTIVE), limit=1)
+            RunsFilter(job_name=pa.microbatch_job_name, statuses=ACTIVE), limit=1)
         if running:
-            return SkipReason(f"micro-batch run {running[0].run_id[:8]} is still in progress; stream "
-                              f"v{stream_v} / table v{table_v} go into the next batch")
-        context.update_cursor(json.dumps({"stream": stream_v, "table": table_v}))
+            return SkipReason(f"micro-batch run {running[0].run_id[:8]} is still in progress; "
+                              f"{at} go into the next batch")
+        context.update_cursor(json.dumps(versions))
         return RunRequest(
-            run_key=f"{spec.name}:stream-v{stream_v}:table-v{table_v}",
-            tags={MODE_TAG: MODE_MICROBATCH, "tj/stream_version": str(stream_v),
-                  "tj/table_version": str(table_v)})
+            run_key=f"{spec.name}:" + ":".join(f"{n}-v{v}" for n, v in versions.items()),
+            tags={MODE_TAG: MODE_MICROBATCH,
+                  **{f"tj/{n}_version": str(v) for n, v in versions.items()}})
 
     return _microbatch

@@ -9,22 +9,26 @@ in the project that imports `deltalake`.
     Lease                          one writer at a time (a join, an ingest source)
 """
 
+from joins.lake.changes import ChangeStats, change_stats, read_changes
 from joins.lake.errors import (
     ConcurrentCommitError,
     LakeError,
     SchemaMismatchError,
     UnsupportedTableError,
 )
+from joins.lake.finish import committed_write
 from joins.lake.lease import Lease, LeaseLostError, LeaseRecord, WriterBusyError
 from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.properties import set_table_properties, table_properties
-from joins.lake.read import read_changes, read_delta
+from joins.lake.read import read_delta
+from joins.lake.small import read_arrow, write_arrow
 from joins.lake.table import delta_version, table_exists, table_schema, txn_version
 from joins.lake.vacuum import vacuum_orphans
 from joins.lake.write import write_delta
 
 __all__ = [
     "AppTxn",
+    "ChangeStats",
     "CommitInfo",
     "ConcurrentCommitError",
     "LakeError",
@@ -34,7 +38,10 @@ __all__ = [
     "SchemaMismatchError",
     "UnsupportedTableError",
     "WriterBusyError",
+    "change_stats",
+    "committed_write",
     "delta_version",
+    "read_arrow",
     "read_changes",
     "read_delta",
     "set_table_properties",
@@ -43,5 +50,6 @@ __all__ = [
     "table_schema",
     "txn_version",
     "vacuum_orphans",
+    "write_arrow",
     "write_delta",
 ]

@@ -22,6 +22,9 @@ from joins.lake.table import Snapshot, open_snapshot
 # Marks our commit in commitInfo so that we can find its version afterwards (delta-rs returns
 # none) and tell, after an error, whether it landed anyway.
 WRITE_ID_KEY = "temporalJoins.writeId"
+# The app transaction of a commit, `<app id>@<version>`, so that a writer whose idempotent
+# write was skipped (it had landed before a crash) can still learn what that commit added.
+APP_TXN_KEY = "temporalJoins.appTxn"
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,15 @@ def _properties(req: CommitRequest, *, retries: bool) -> CommitProperties:
     metadata: dict[str, Any] = {WRITE_ID_KEY: req.write_id}
     if req.commit_message is not None:
         metadata["userMetadata"] = req.commit_message
+    if req.app_txn is not None:
+        metadata[APP_TXN_KEY] = app_txn_tag(req.app_txn)
     txns = [Transaction(req.app_txn.app_id, req.app_txn.version)] if req.app_txn else None
     return CommitProperties(custom_metadata=metadata, app_transactions=txns,
                             max_commit_retries=None if retries else 0)
+
+
+def app_txn_tag(app_txn: AppTxn) -> str:
+    return f"{app_txn.app_id}@{app_txn.version}"
 
 
 def commit_files(req: CommitRequest) -> None:
@@ -96,9 +105,10 @@ def commit_files(req: CommitRequest) -> None:
         commit_properties=_properties(req, retries=not req.guarded))
 
 
-def find_commit(loc: TableLocation, write_id: str, after_version: int | None) -> int | None:
-    """The version whose commitInfo carries `write_id`, searching the commits made after
-    `after_version` (None: since the table's creation)."""
+def find_commit(loc: TableLocation, write_id: str, after_version: int | None, *,
+                key: str = WRITE_ID_KEY) -> int | None:
+    """The version whose commitInfo carries `write_id` (under `key`), searching the commits
+    made after `after_version` (None: since the table's creation)."""
     snap = open_snapshot(loc, missing_ok=True)
     if snap is None:
         return None
@@ -112,6 +122,6 @@ def find_commit(loc: TableLocation, write_id: str, after_version: int | None) ->
         raise LakeError(f"{loc}: cannot read the history to locate commit {write_id}: {exc}") \
             from exc
     for info in commits:
-        if info.get(WRITE_ID_KEY) == write_id:
+        if info.get(key) == write_id:
             return int(info["version"])
     return None

@@ -64,7 +64,8 @@ class LeaseRecord:
     def held_at(self, now_ms: int) -> bool:
         return not self.released and self.expires_ms > now_ms
 
-    def describe(self, now_ms: int) -> str:
+    def describe(self, now_ms: int | None = None) -> str:
+        now_ms = _now_ms() if now_ms is None else now_ms
         age = (now_ms - self.acquired_ms) / 1000
         left = (self.expires_ms - now_ms) / 1000
         return (f"{self.purpose} by {self.owner}, running for {age:.1f} s (lease expires in "

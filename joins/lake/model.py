@@ -32,12 +32,20 @@ class CommitInfo:
     version: the table version of the commit (None when skipped).
     skipped: the app transaction was already committed; nothing was written.
     files / rows: data files added and the rows in them.
+    partitions: the distinct partition values of the added files ((column, Delta partition
+        string) pairs), e.g. the event days a write touched, known without reading a row.
     """
 
     version: int | None
     skipped: bool
     files: int
     rows: int
+    # Not part of equality: two commits of the same rows are the same outcome.
+    partitions: tuple[tuple[tuple[str, str | None], ...], ...] = field(default=(), compare=False)
+
+    def partition_values(self, column: str) -> tuple[str, ...]:
+        """The sorted distinct values of one partition column among the added files."""
+        return tuple(sorted({dict(p).get(column) for p in self.partitions} - {None}))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from joins.lake.errors import LakeError, UnsupportedTableError
+from joins.lake.errors import LakeError
 from joins.lake.location import TableLocation
-from joins.lake.log import commit_actions
 from joins.lake.model import FileEntry
 from joins.lake.schema import (
     PARTITION_TYPES,
@@ -62,56 +61,6 @@ def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: in
     if partitions:
         files = _select_partitions(snap.loc, files, schema, parts, partitions)
     return scan_files(spark, snap.loc, schema, parts, files, columns)
-
-
-def read_changes(spark: SparkSession, path: str | os.PathLike[str], from_version: int,
-                 to_version: int | None = None) -> DataFrame:
-    """The rows added by the commits in (from_version, to_version] (to_version: latest), with
-    the schema of `to_version`. `from_version=-1` starts before the first commit.
-
-    Refused (LakeError) if a commit in the range removed data (an overwrite, delete or
-    update): the rows it dropped would silently stay in the result, so "rows added" would not
-    be a changelog. Compaction commits (dataChange=false) add no new rows and are skipped.
-    """
-    loc = TableLocation.of(path)
-    latest = open_snapshot(loc)
-    assert latest is not None
-    end = latest.version if to_version is None else to_version
-    for name, value in (("from_version", from_version), ("to_version", end)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise LakeError(f"{loc}: {name} must be an integer, got {value!r}")
-    if not -1 <= from_version <= end:
-        raise LakeError(f"{loc}: need -1 <= from_version <= to_version, got "
-                        f"from_version={from_version}, to_version={end}")
-    if end > latest.version:
-        raise LakeError(f"{loc}: to_version {end} does not exist (latest is {latest.version})")
-    snap = latest if end == latest.version else open_snapshot(loc, version=end)
-    assert snap is not None
-    snap.check_readable()
-    schema, parts = snap.schema, snap.partition_by
-    entries: list[FileEntry] = []
-    for version in range(from_version + 1, end + 1):
-        for action in commit_actions(loc, version):
-            removed = action.get("remove")
-            if removed is not None and removed.get("dataChange", True):
-                raise LakeError(
-                    f"{loc}: version {version} removed data files (overwrite, delete or update), "
-                    f"so the rows added in ({from_version}, {end}] are not a changelog; read the "
-                    "snapshot with read_delta instead")
-            added = action.get("add")
-            if added is None or not added.get("dataChange", True):
-                continue
-            if added.get("deletionVector"):
-                raise UnsupportedTableError(f"{loc}: version {version} adds a file with a "
-                                            "deletion vector; this reader refuses those")
-            rel = loc.log_relative_path(added["path"])
-            if rel is None:
-                raise UnsupportedTableError(f"{loc}: file {added['path']} lives outside the "
-                                            "table root")
-            raw_values = added.get("partitionValues") or {}
-            values = {p: parse_partition_value(schema[p].dataType, raw_values.get(p)) for p in parts}
-            entries.append(FileEntry(rel, values, added.get("size")))
-    return scan_files(spark, loc, schema, parts, entries, None)
 
 
 def scan_files(spark: SparkSession, loc: TableLocation, schema: T.StructType,

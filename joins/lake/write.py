@@ -17,7 +17,6 @@ it cannot tell whether the commit landed; then it leaves them for `vacuum_orphan
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import logging
 import os
@@ -27,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
@@ -34,6 +34,7 @@ from pyspark.sql import types as T
 
 from joins.lake import commit as _commit
 from joins.lake.errors import ConcurrentCommitError, LakeError
+from joins.lake.finish import already_committed, commit_or_clean, remove_quietly
 from joins.lake.location import TableLocation
 from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.read import partition_filter_strings
@@ -44,6 +45,7 @@ from joins.lake.schema import (
     parse_partition_dirs,
     plan_write,
 )
+from joins.lake.small import write_arrow
 from joins.lake.stats import footer_stats
 from joins.lake.table import Snapshot, open_snapshot
 
@@ -62,7 +64,8 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
                 replace_partitions: Mapping[str, Sequence[Any]] | None = None,
                 app_txn: AppTxn | None = None, schema_mode: SchemaMode = "enforce",
                 commit_message: str | None = None, expected_version: int | None = None,
-                configuration: Mapping[str, str] | None = None) -> CommitInfo:
+                configuration: Mapping[str, str] | None = None,
+                skip_empty: bool = False) -> CommitInfo:
     """Write `df` to the Delta table at `path` in one commit (creating the table if needed).
 
     mode: "append" adds files; "overwrite" replaces the table's files, or with
@@ -76,14 +79,23 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         committed to the table since that version (before or during this write), nothing is
         committed and ConcurrentCommitError says so. -1 expects no table yet.
     configuration: Delta table properties set when this write creates the table.
+    skip_empty: an append of no rows commits nothing (CommitInfo(version=None, files=0)).
+
+    A small pyarrow Table (metadata, e.g. a batch log's rows) is written by delta-rs directly,
+    without a Spark job; only append/overwrite, app_txn and commit_message apply to it.
     """
+    if isinstance(df, pa.Table):
+        if partition_by or replace_partitions or expected_version is not None or configuration:
+            raise LakeError(f"{path}: an Arrow write takes only mode, app_txn and commit_message")
+        return write_arrow(df, os.fspath(path), mode=mode, app_txn=app_txn,
+                           commit_message=commit_message)
     loc = TableLocation.of(path)
     _check_arguments(loc, mode, schema_mode, replace_partitions, app_txn, partition_by)
     snap = open_snapshot(loc, missing_ok=True)
     _check_expected(loc, snap, expected_version)
     if snap is not None:
         snap.check_writable(overwrite=mode == "overwrite")
-        if app_txn is not None and _already_committed(snap, app_txn):
+        if app_txn is not None and already_committed(snap, app_txn):
             return CommitInfo(version=None, skipped=True, files=0, rows=0)
     plan = plan_write(df.schema, snap.schema if snap else None,
                       snap.partition_by if snap else None, partition_by=partition_by,
@@ -97,13 +109,15 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         _spark_write(df, plan, loc, staging)
         moved = _place_files(loc, staging, plan)
     except Exception:
-        _remove_quietly(loc, [], staging)
+        remove_quietly(loc, [], staging)
         raise
-    _remove_quietly(loc, [], staging)
+    remove_quietly(loc, [], staging)
+    if skip_empty and mode == "append" and not moved:
+        return CommitInfo(version=None, skipped=False, files=0, rows=0)
     if replace is not None:
         _check_replaced(loc, moved, replace)
     if expected_version is not None and plan.new_columns:
-        _remove_quietly(loc, [f.path for f in moved], None)
+        remove_quietly(loc, [f.path for f in moved], None)
         raise LakeError(f"{loc}: a version-guarded write cannot add columns "
                         f"({[f.name for f in plan.new_columns]}); nothing was committed")
     request = _commit.CommitRequest(
@@ -114,7 +128,7 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         app_txn=app_txn, write_id=write_id, commit_message=commit_message,
         guarded=expected_version is not None,
         configuration=dict(configuration) if configuration else None)
-    return _commit_or_clean(request, schema_mode=schema_mode)
+    return commit_or_clean(request, schema_mode=schema_mode)
 
 
 def _check_expected(loc: TableLocation, snap: Snapshot | None, expected: int | None) -> None:
@@ -146,11 +160,6 @@ def _check_arguments(loc: TableLocation, mode: str, schema_mode: str,
                                      or not all(isinstance(p, str) for p in partition_by)):
         raise LakeError(f"{loc}: partition_by must be a list of column names, got "
                         f"{partition_by!r}")
-
-
-def _already_committed(snap: Snapshot, app_txn: AppTxn) -> bool:
-    done = snap.txn_version(app_txn.app_id)
-    return done is not None and done >= app_txn.version
 
 
 def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: str) -> None:
@@ -228,7 +237,7 @@ def _place_files(loc: TableLocation, staging: str, plan: WritePlan) -> list[_com
         failures = [f.exception() for f in futures if f.exception() is not None]
     done = [f for f in placed if f is not None]
     if failures:
-        _remove_quietly(loc, [f.path for f in done], None)
+        remove_quietly(loc, [f.path for f in done], None)
         raise failures[0]  # type: ignore[misc]
     return done
 
@@ -239,87 +248,7 @@ def _check_replaced(loc: TableLocation, files: list[_commit.StagedFile],
         for column, allowed in replace.items():
             value = f.partition_values.get(column)
             if value not in allowed:
-                _remove_quietly(loc, [g.path for g in files], None)
+                remove_quietly(loc, [g.path for g in files], None)
                 raise LakeError(
                     f"{loc}: the data has rows with {column}={value!r}, outside "
                     f"replace_partitions[{column!r}]={sorted(allowed)}; nothing was committed")
-
-
-def _commit_or_clean(request: _commit.CommitRequest, *, schema_mode: SchemaMode) -> CommitInfo:
-    loc, files = request.loc, request.files
-    read_version = request.snapshot.version if request.snapshot is not None else None
-    rows = sum(f.num_records for f in files)
-    app_txn = request.app_txn
-    if app_txn is not None and request.snapshot is not None:
-        # The Spark job may have run for minutes; a concurrent replay may have won meanwhile.
-        fresh = open_snapshot(loc, missing_ok=True)
-        if fresh is not None and _already_committed(fresh, app_txn):
-            _remove_quietly(loc, [f.path for f in files], None)
-            return CommitInfo(version=None, skipped=True, files=0, rows=0)
-    try:
-        _commit.commit_files(request)
-    except Exception as exc:
-        try:
-            landed = _commit.find_commit(loc, request.write_id, read_version)
-        except LakeError:
-            raise LakeError(f"{loc}: commit failed ({exc}) and the log cannot tell whether it "
-                            "landed; its files stay for vacuum_orphans") from exc
-        if landed is None:
-            if app_txn is not None and _already_committed_at(loc, app_txn):
-                _remove_quietly(loc, [f.path for f in files], None)
-                return CommitInfo(version=None, skipped=True, files=0, rows=0)
-            if request.snapshot is None and not request.guarded:
-                # Lost the race to create the table: commit the same files into the winner's
-                # table, under its schema rules, as a writer that found the table would.
-                retried = _retry_on_created(request, schema_mode)
-                if retried is not None:
-                    return retried
-            _remove_quietly(loc, [f.path for f in files], None)
-            if request.guarded:
-                raise ConcurrentCommitError(
-                    f"{loc}: another writer committed to the table meanwhile; nothing was "
-                    f"committed ({exc})") from exc
-            raise LakeError(f"{loc}: commit failed, nothing was written: {exc}") from exc
-        return CommitInfo(version=landed, skipped=False, files=len(files), rows=rows)
-    version = _commit.find_commit(loc, request.write_id, read_version)
-    return CommitInfo(version=version, skipped=False, files=len(files), rows=rows)
-
-
-def _retry_on_created(request: _commit.CommitRequest, schema_mode: SchemaMode) -> CommitInfo | None:
-    fresh = open_snapshot(request.loc, missing_ok=True)
-    if fresh is None:
-        return None
-    try:
-        fresh.check_writable(overwrite=request.mode == "overwrite")
-        plan = plan_write(request.schema, fresh.schema, fresh.partition_by,
-                          partition_by=request.partition_by, schema_mode=schema_mode,
-                          table=str(request.loc))
-    except LakeError:
-        _remove_quietly(request.loc, [f.path for f in request.files], None)
-        raise
-    if plan.partition_by != request.partition_by:
-        return None
-    retry = dataclasses.replace(request, snapshot=fresh, schema=plan.schema,
-                                new_columns=plan.new_columns)
-    return _commit_or_clean(retry, schema_mode=schema_mode)
-
-
-def _already_committed_at(loc: TableLocation, app_txn: AppTxn) -> bool:
-    snap = open_snapshot(loc, missing_ok=True)
-    return snap is not None and _already_committed(snap, app_txn)
-
-
-def _remove_quietly(loc: TableLocation, paths: list[str], staging: str | None) -> None:
-    """Best-effort cleanup of this write's own files; what stays is vacuum_orphans' job."""
-    for rel in paths:
-        try:
-            loc.fs.delete_file(loc.fs_path(rel))
-        except OSError as exc:
-            log.warning("%s: could not remove uncommitted file %s: %s", loc, rel, exc)
-    if staging is not None:
-        try:
-            loc.fs.delete_dir(loc.fs_path(staging))
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            log.warning("%s: could not remove staging directory %s: %s", loc, staging, exc)

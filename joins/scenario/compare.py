@@ -10,6 +10,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from joins.core.keys import KeyId, key_id
 from joins.operators.base import Item
 
 
@@ -53,10 +54,10 @@ def _by_step(items: list[Item]) -> dict[Any, list[Item]]:
     return groups
 
 
-def _last_per_key(items: list[Item]) -> dict[str, Item]:
-    out: dict[str, Item] = {}
+def _last_per_key(items: list[Item]) -> dict[KeyId, Item]:
+    out: dict[KeyId, Item] = {}
     for it in items:
-        out[_canon(it.get("key"))] = it
+        out[key_id(it.get("key"))] = it
     return out
 
 

@@ -7,8 +7,16 @@ IS [NOT] TRUE/FALSE and parentheses. Anything else is a ConfigError naming the f
 SQL three-valued logic: NULL (a JSON null or an absent column) compared with anything is NULL,
 NULL AND FALSE is FALSE, NULL AND TRUE is NULL, NOT NULL is NULL; a row pair joins only when the
 condition is TRUE. Integer division truncates toward zero and `%` takes the dividend's sign
-(SQL's rules, not Python's). Comparing values of different types (a string with a number) or
-dividing by zero is an EvaluationError rather than a silent FALSE.
+(SQL's rules, not Python's).
+
+Equality (`=`, `<>`) never fails. Two columns compared as they are (`l.k = r.k`, an equi-join key)
+follow THE key rule of `joins.core.keys`: equal iff equal by value and JSON type, so 1 and "1",
+1 and 1.0, true and 1 never match, and objects compare member by member. An operand computed by
+arithmetic or written as a literal compares as a JSON value (`joins.core.fields.json_equal`):
+numbers by value (`l.price = 10.0` holds for 10), values of different types never equal.
+Ordering (`< <= > >=`, BETWEEN, and so every time bound) compares two numbers or two strings
+(or two booleans); ordering values of other types, or dividing by zero, is an EvaluationError
+rather than a silent FALSE.
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ from typing import Any
 
 from sqlglot import exp
 
+from joins.core.fields import is_number, json_equal
+from joins.core.keys import keys_equal
 from joins.errors import ConfigError, JoinsError
 from joins.sql.columns import ColumnRef
 
@@ -70,12 +80,8 @@ def number_literal(node: exp.Literal) -> int | float:
         return float(text)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _check_numbers(op: str, a: Any, b: Any) -> None:
-    if not (_is_number(a) and _is_number(b)):
+    if not (is_number(a) and is_number(b)):
         raise EvaluationError(f"'{op}' needs numbers, got {a!r} and {b!r}")
 
 
@@ -114,16 +120,24 @@ ARITHMETIC: dict[type[exp.Expression], Callable[[Any, Any], Any]] = {
     exp.Mod: sql_modulo,
 }
 
-COMPARISONS: dict[type[exp.Expression], Callable[[Any, Any], bool]] = {
-    exp.EQ: operator.eq, exp.NEQ: operator.ne, exp.LT: operator.lt, exp.LTE: operator.le,
-    exp.GT: operator.gt, exp.GTE: operator.ge,
+ORDERINGS: dict[type[exp.Expression], Callable[[Any, Any], bool]] = {
+    exp.LT: operator.lt, exp.LTE: operator.le, exp.GT: operator.gt, exp.GTE: operator.ge,
 }
+EQUALITIES: tuple[type[exp.Expression], ...] = (exp.EQ, exp.NEQ)
+
+
+def sql_equal(a: Any, b: Any, *, as_keys: bool) -> bool | None:
+    """`a = b`: NULL with a NULL operand; else key equality (`as_keys`, two bare columns) or
+    JSON value equality. Never an error: values of different types are simply not equal."""
+    if a is None or b is None:
+        return None
+    return keys_equal(a, b) if as_keys else json_equal(a, b)
 
 
 def sql_compare(fn: Callable[[Any, Any], bool], a: Any, b: Any) -> bool | None:
     if a is None or b is None:
         return None
-    comparable = ((_is_number(a) and _is_number(b)) or (isinstance(a, str) and isinstance(b, str))
+    comparable = ((is_number(a) and is_number(b)) or (isinstance(a, str) and isinstance(b, str))
                   or (isinstance(a, bool) and isinstance(b, bool)))
     if not comparable:
         raise EvaluationError(f"cannot compare {a!r} with {b!r} (different types)")
@@ -146,6 +160,12 @@ def sql_and(a: bool | None, b: bool | None) -> bool | None:
 
 def sql_not(a: bool | None) -> bool | None:
     return None if a is None else not a
+
+
+def _unparen(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
 
 
 class _Compiler:
@@ -172,8 +192,10 @@ class _Compiler:
             return self._neg(self.compile(node.this))
         if type(node) in ARITHMETIC:
             return self._binary(ARITHMETIC[type(node)], node)
-        if type(node) in COMPARISONS:
-            return self._comparison(COMPARISONS[type(node)], node)
+        if type(node) in ORDERINGS:
+            return self._comparison(ORDERINGS[type(node)], node)
+        if isinstance(node, EQUALITIES):
+            return self._equality(node)
         if isinstance(node, exp.Between) and not node.args.get("symmetric"):
             return self._between(node)
         if isinstance(node, exp.And):
@@ -199,7 +221,7 @@ class _Compiler:
             value = inner(lrow, rrow)
             if value is None:
                 return None
-            if not _is_number(value):
+            if not is_number(value):
                 raise EvaluationError(f"unary '-' needs a number, got {value!r}")
             return -value
         return neg
@@ -215,6 +237,15 @@ class _Compiler:
     def _comparison(self, fn: Callable[[Any, Any], bool], node: exp.Expression) -> Evaluator:
         left, right = self.compile(node.this), self.compile(node.expression)
         return lambda lrow, rrow: sql_compare(fn, left(lrow, rrow), right(lrow, rrow))
+
+    def _equality(self, node: exp.Expression) -> Evaluator:
+        operands = (node.this, node.expression)
+        as_keys = all(isinstance(_unparen(o), exp.Column) for o in operands)
+        left, right = (self.compile(o) for o in operands)
+        if isinstance(node, exp.EQ):
+            return lambda lrow, rrow: sql_equal(left(lrow, rrow), right(lrow, rrow), as_keys=as_keys)
+        return lambda lrow, rrow: sql_not(sql_equal(left(lrow, rrow), right(lrow, rrow),
+                                                    as_keys=as_keys))
 
     def _between(self, node: exp.Between) -> Evaluator:
         value, low, high = (self.compile(node.this), self.compile(node.args["low"]),

@@ -8,8 +8,11 @@ import datetime as dt
 import dagster as dg
 import pytest
 
-from assets import engine
-from assets.factory import build_join_assets
+from assets.factory import build_pipeline_assets
+from joins import audit
+from joins import lake as delta
+from joins.operators.stream_table_join.pipeline import StreamTableJoinEngine
+from joins.pipeline import BackfillSummary, DayDifference
 from pipelines.checks import AGREEMENT, NO_DUPLICATES, QUARANTINE, build_join_checks
 from pipelines.definitions import DEMO_SPEC
 from pipelines.partitions import day_start_ms
@@ -21,7 +24,7 @@ HOUR = 3_600_000
 @pytest.fixture
 def checks(monkeypatch: pytest.MonkeyPatch) -> dict[str, dg.AssetChecksDefinition]:
     monkeypatch.setattr(SparkResource, "get_session", lambda self: None)
-    built = build_join_checks(build_join_assets(DEMO_SPEC))
+    built = build_join_checks(build_pipeline_assets(DEMO_SPEC))
     return {next(iter(c.check_keys)).name: c for c in built}
 
 
@@ -32,16 +35,16 @@ def _run(check: dg.AssetChecksDefinition) -> dg.AssetCheckResult:
 @pytest.mark.parametrize(("quarantined", "passed"), [(0, True), (5, True), (6, False)])
 def test_quarantine_threshold(checks, monkeypatch: pytest.MonkeyPatch, quarantined: int,
                               passed: bool) -> None:
-    counts = engine.QuarantineCounts(rows_in=100, quarantined=quarantined,
-                                     by_kind={("rates", "expired"): quarantined})
-    monkeypatch.setattr(engine, "quarantine_counts", lambda spark, layout: counts)
+    counts = audit.QuarantineCounts(rows_in=100, quarantined=quarantined,
+                                    by_kind={("rates", "expired"): quarantined})
+    monkeypatch.setattr(audit, "quarantine_counts", lambda spark, layout: counts)
     result = _run(checks[QUARANTINE])
     assert result.passed is passed  # the demo spec's threshold is 5 %
     assert f"{quarantined} of 100 input rows quarantined" in (result.description or "")
 
 
 def test_duplicates_fail_the_check(checks, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "duplicate_output_rows", lambda spark, path: engine.Duplicates(10, 2, 3))
+    monkeypatch.setattr(audit, "duplicate_rows", lambda spark, path, identity: audit.Duplicates(10, 2, 3))
     result = _run(checks[NO_DUPLICATES])
     assert not result.passed and result.severity == dg.AssetCheckSeverity.ERROR
     assert "2 stream record(s) appear more than once (3 extra rows)" in (result.description or "")
@@ -52,26 +55,28 @@ def test_agreement_compares_the_most_recent_complete_day(checks, monkeypatch: py
     stream_time = day_start_ms(dt.date(2024, 3, 3)) + HOUR // 6
     compared: list[str] = []
 
-    def compare(spark, spec, layout, day: str) -> engine.DayComparison:
-        compared.append(day)
-        return engine.DayComparison(day=day, rows_output=10, rows_batch=10, only_output=2, only_batch=2)
+    def compare(difference: DayDifference):
+        def backfill(self, spark, days, *, dry_run=False) -> BackfillSummary:
+            assert dry_run  # the check never commits
+            compared.extend(days)
+            return BackfillSummary(days=tuple(days), rows_in=10, output_version=3, committed=False,
+                                   per_day={d: difference for d in days})
+        return backfill
 
-    monkeypatch.setattr(engine, "table_exists", lambda path: True)
-    monkeypatch.setattr(engine, "join_stream_time", lambda spark, join_root: (stream_time, stream_time))
-    monkeypatch.setattr(engine, "compare_day_with_batch", compare)
+    monkeypatch.setattr(delta, "table_exists", lambda path: True)
+    monkeypatch.setattr(StreamTableJoinEngine, "stream_time", lambda self: stream_time)
+    monkeypatch.setattr(StreamTableJoinEngine, "backfill", compare(DayDifference(10, 10, 0, 0, 2)))
     result = _run(checks[AGREEMENT])
     assert compared == ["2024-03-01"]
     assert not result.passed and result.severity == dg.AssetCheckSeverity.WARN
     assert "backfill partition 2024-03-01" in (result.description or "")
 
-    monkeypatch.setattr(engine, "compare_day_with_batch", lambda spark, spec, layout, day:
-                        engine.DayComparison(day=day, rows_output=10, rows_batch=10, only_output=0,
-                                             only_batch=0))
+    monkeypatch.setattr(StreamTableJoinEngine, "backfill", compare(DayDifference(10, 10)))
     assert _run(checks[AGREEMENT]).passed
 
 
 def test_agreement_before_any_output_passes_and_says_why(checks, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "join_stream_time", lambda spark, join_root: (None, None))
-    monkeypatch.setattr(engine, "table_exists", lambda path: False)
+    monkeypatch.setattr(StreamTableJoinEngine, "stream_time", lambda self: None)
+    monkeypatch.setattr(delta, "table_exists", lambda path: False)
     result = _run(checks[AGREEMENT])
     assert result.passed and "no micro-batch has written output yet" in (result.description or "")

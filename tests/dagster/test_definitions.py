@@ -50,3 +50,42 @@ def test_two_specs_in_one_location() -> None:
     defs = build_definitions([DEMO_SPEC, other], lake_root="/tmp/unused")
     dg.Definitions.validate_loadable(defs)
     assert "trades_with_rates_microbatch" in defs.get_repository_def().job_names
+
+
+def _write_spec(folder, name: str, **changes) -> None:
+    spec = {**DEMO_SPEC, **changes}
+    (folder / name).write_text(yaml.safe_dump(spec, sort_keys=False))
+
+
+def test_definitions_from_a_folder_of_yaml_specs(tmp_path) -> None:
+    """A folder of spec files: each becomes its own pipeline; a bad file is reported by path and
+    setting (log and the `spec_errors` sensor) and the others still load."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    _write_spec(specs, "a_orders.yaml")
+    _write_spec(specs, "b_trades.yaml", name="trades_with_rates",
+                stream={**DEMO_SPEC["stream"], "name": "trades"},
+                table={**DEMO_SPEC["table"], "name": "fx"})
+    _write_spec(specs, "c_bad.yaml", name="broken", grace_ms="half an hour",
+                stream={**DEMO_SPEC["stream"], "name": "s2"}, table={**DEMO_SPEC["table"], "name": "t2"})
+    (specs / "d_syntax.yml").write_text("operator: stream_table_join\nname: [unclosed\n")
+    (specs / "notes.txt").write_text("not a spec")
+    defs = build_definitions(lake_root="/tmp/unused", spec_dir=specs)
+    dg.Definitions.validate_loadable(defs)
+    repo = defs.get_repository_def()
+    assert {"orders_with_rates_microbatch", "trades_with_rates_microbatch"} <= set(repo.job_names)
+    assert not any(name.startswith("broken") for name in repo.job_names)
+    sensor = defs.resolve_sensor_def("spec_errors")
+    description = sensor.description or ""
+    assert "c_bad.yaml: stream_table_join spec 'broken': invalid config: config.grace_ms" in description
+    assert "d_syntax.yml: line 2, column" in description and "not valid YAML" in description
+    tick = sensor.evaluate_tick(dg.build_sensor_context())
+    assert "2 spec file(s) did not load" in (tick.skip_message or "")
+
+
+def test_a_spec_file_repeating_a_name_is_refused(tmp_path) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    _write_spec(specs, "copy.yaml")
+    defs = build_definitions([DEMO_SPEC], lake_root="/tmp/unused", spec_dir=specs)
+    assert "already defined by another spec" in (defs.resolve_sensor_def("spec_errors").description or "")

@@ -9,8 +9,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from assets.factory import build_join_assets
-from assets.layout import JoinLayout
+from assets.factory import build_pipeline_assets, layout_of
 from pipelines.checks import AGREEMENT, NO_DUPLICATES, QUARANTINE, build_join_checks
 from pipelines.definitions import DEMO_SPEC, build_definitions
 from pipelines.sample_data import HOUR_MS, SampleConfig, generate, write_wave
@@ -43,9 +42,9 @@ def _checks(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
 def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
     root = tmp_path / "lake"
     resources = {"spark": SparkResource(shuffle_partitions=2), "lake": LakeResource(root=str(root))}
-    ja = build_join_assets(DEMO_SPEC)
+    ja = build_pipeline_assets(DEMO_SPEC)
     checks = build_join_checks(ja)
-    layout = JoinLayout.of(resources["lake"], ja.spec)
+    layout = layout_of(resources["lake"], ja.spec)
     defs = build_definitions([DEMO_SPEC], lake_root=str(root), spark=resources["spark"])
     microbatch = defs.resolve_job_def(ja.microbatch_job_name)
     waves = generate(TINY)
@@ -56,7 +55,7 @@ def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
         for wave in waves:
             write_wave(wave, orders_dir=Path(layout.landing(ja.spec.stream)),
                        rates_dir=Path(layout.landing(ja.spec.table)))
-            ingest = dg.materialize([ja.table, ja.stream], resources=resources, instance=instance,
+            ingest = dg.materialize(ja.assets[:2], resources=resources, instance=instance,
                                     run_config=QUIET)
             by_asset = {ev.asset_key.path[0]: _values(ev.materialization.metadata)
                         for ev in ingest.get_asset_materialization_events()}
@@ -86,7 +85,7 @@ def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
         assert sum(b["rows_out"] for b in batches) + batches[-1]["still_buffered"] == n_orders
 
         # Nothing new: the run does not materialize (the files were taken).
-        again = dg.materialize([ja.table], resources=resources, instance=instance, run_config=QUIET)
+        again = dg.materialize([ja.inputs["table"]], resources=resources, instance=instance, run_config=QUIET)
         assert again.get_asset_materialization_events() == []
 
         backfill = dg.materialize([ja.join, *checks], resources=resources, instance=instance,

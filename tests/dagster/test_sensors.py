@@ -98,26 +98,26 @@ def test_landing_sensor_targets_the_ingest_job(defs) -> None:
 
 
 def test_microbatch_sensor(defs, instance, lake_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from assets import engine
+    from joins import lake as delta
 
     versions: dict[str, int | None] = {"orders": None, "rates": None}
-    monkeypatch.setattr(engine, "delta_version", lambda path: versions[Path(path).name])
+    monkeypatch.setattr(delta, "delta_version", lambda path: versions[Path(path).name])
     name = "orders_with_rates_microbatch_sensor"
 
     waiting = _tick(defs, name, instance, None, lake_root)
     assert not waiting.run_requests
-    assert waiting.skip_message.startswith("waiting for orders and rates: no Delta table yet")
+    assert waiting.skip_message.startswith("waiting for rates and orders: no Delta table yet")
 
     versions.update(orders=5, rates=3)
     first = _tick(defs, name, instance, None, lake_root)
     [rr] = first.run_requests
-    assert rr.run_key == "orders_with_rates:stream-v5:table-v3"
+    assert rr.run_key == "orders_with_rates:rates-v3:orders-v5"
     assert rr.tags["tj/mode"] == "microbatch"
-    assert json.loads(first.cursor) == {"stream": 5, "table": 3}
+    assert json.loads(first.cursor) == {"rates": 3, "orders": 5}
 
     same = _tick(defs, name, instance, first.cursor, lake_root)
     assert not same.run_requests
-    assert same.skip_message == "stream at v5, table at v3: nothing new since the last batch"
+    assert same.skip_message == "rates at v3, orders at v5: nothing new since the last batch"
 
     versions["rates"] = 4
     run = create_run_for_test(instance, job_name="orders_with_rates_microbatch",
@@ -129,5 +129,5 @@ def test_microbatch_sensor(defs, instance, lake_root: Path, monkeypatch: pytest.
 
     instance.report_run_failed(run)
     nxt = _tick(defs, name, instance, first.cursor, lake_root)
-    assert nxt.run_requests[0].run_key == "orders_with_rates:stream-v5:table-v4"
-    assert json.loads(nxt.cursor) == {"stream": 5, "table": 4}
+    assert nxt.run_requests[0].run_key == "orders_with_rates:rates-v4:orders-v5"
+    assert json.loads(nxt.cursor) == {"rates": 4, "orders": 5}

@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from assets.factory import build_join_assets
-from assets.specs import parse_join_spec
+from assets.factory import build_pipeline_assets
 from joins.errors import ConfigError
+from joins.pipeline import parse_pipeline_spec
 
 
 def test_demo_spec_builds_three_assets_and_a_microbatch_job(spec_dict: dict[str, Any]) -> None:
-    ja = build_join_assets(spec_dict)
+    ja = build_pipeline_assets(spec_dict)
     assert [a.key.path for a in ja.assets] == [["rates"], ["orders"], ["orders_with_rates"]]
     assert ja.join.partitions_def is ja.partitions_def
     assert ja.join.backfill_policy is not None and ja.join.backfill_policy.max_partitions_per_run is None
-    assert ja.table.partitions_def is None and ja.stream.partitions_def is None
+    assert ja.inputs["table"].partitions_def is None and ja.inputs["stream"].partitions_def is None
     deps = ja.join.asset_deps[ja.join_key]
     assert {k.path[0] for k in deps} == {"rates", "orders"}
     assert ja.microbatch_job.name == "orders_with_rates_microbatch"
@@ -25,7 +25,7 @@ def test_demo_spec_builds_three_assets_and_a_microbatch_job(spec_dict: dict[str,
 
 
 def test_engine_spec_carries_the_join_settings(spec_dict: dict[str, Any]) -> None:
-    spec = parse_join_spec(spec_dict)
+    spec = parse_pipeline_spec(spec_dict)
     engine = spec.engine_spec()
     assert (engine.join, engine.grace_ms, engine.late) == ("left", spec_dict["grace_ms"], "join")
     assert engine.table.versioned and engine.table.history_retention_ms == spec_dict["history_retention_ms"]
@@ -47,7 +47,7 @@ def test_engine_spec_carries_the_join_settings(spec_dict: dict[str, Any]) -> Non
 def test_bad_spec_is_refused_naming_the_key(spec_dict: dict[str, Any], change: dict[str, Any], key: str,
                                             fragment: str) -> None:
     with pytest.raises(ConfigError) as err:
-        build_join_assets({**spec_dict, **change})
+        build_pipeline_assets({**spec_dict, **change})
     assert key in str(err.value) and fragment in str(err.value), str(err.value)
 
 
@@ -56,7 +56,7 @@ def test_bad_spec_is_refused_naming_the_key(spec_dict: dict[str, Any], change: d
     ("stream", {"tombstone_column": "deleted"}, "config.stream.tombstone_column", "a stream has no deletes"),
     ("table", {"key_columns": [{"name": "a", "type": "string"}, {"name": "b", "type": "string"}]},
      "config.table.key_columns", "one key column"),
-    ("table", {"name": "orders"}, "config.table.name", "three different names"),
+    ("table", {"name": "orders"}, "config.stream.name", "need different names"),
     ("table", {"value_columns": [{"name": "rate", "type": "decimal"}]}, "config.table.value_columns.0.type",
      "'string', 'long', 'int', 'double' or 'boolean'"),
     ("stream", {"ts_column": None}, "config.stream.ts_column", "valid string"),
@@ -65,7 +65,7 @@ def test_bad_source_is_refused_naming_the_key(spec_dict: dict[str, Any], side: s
                                               key: str, fragment: str) -> None:
     spec_dict[side] = {**spec_dict[side], **change}
     with pytest.raises(ConfigError) as err:
-        build_join_assets(spec_dict)
+        build_pipeline_assets(spec_dict)
     assert key in str(err.value) and fragment in str(err.value), str(err.value)
 
 
@@ -73,11 +73,11 @@ def test_clashing_output_column_is_refused(spec_dict: dict[str, Any]) -> None:
     spec_dict["stream"]["value_columns"] = [*spec_dict["stream"]["value_columns"],
                                             {"name": "table_rate", "type": "double"}]
     with pytest.raises(ConfigError, match=r"config\.stream\.value_columns.*table_rate"):
-        parse_join_spec(spec_dict)
+        parse_pipeline_spec(spec_dict)
 
 
 def test_landing_spec_is_what_the_engine_reads(spec_dict: dict[str, Any]) -> None:
-    spec = parse_join_spec(spec_dict)
+    spec = parse_pipeline_spec(spec_dict)
     landing = spec.table.landing_spec()
     assert landing.format == "csv" and landing.key_names == ("currency",)
     assert landing.value_names == ("rate",) and landing.on_bad_record == "quarantine"

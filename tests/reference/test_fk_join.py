@@ -20,6 +20,7 @@ from hypothesis.errors import NoSuchExample
 
 import joins.operators.fk_join.lhs as lhs_module
 from joins.cli import EXIT_INVALID, EXIT_OK, main
+from joins.core.keys import key_id
 from joins.errors import ConfigError, InputRecordError
 from joins.microbatch import run_reference
 from joins.operators.fk_join import DEFINITION
@@ -31,7 +32,6 @@ from joins.operators.fk_join.protocol import (
     SubscriptionMessage,
     SubscriptionResponseWrapper,
     SubscriptionWrapper,
-    canonical,
     value_hash,
 )
 from joins.operators.fk_join.reference import FkJoinProcessor
@@ -81,7 +81,7 @@ def final_table(items: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Last value per key; a tombstone removes the key."""
     table: dict[str, Any] = {}
     for it in items:
-        k = canonical(it["key"])
+        k = key_id(it["key"])
         if it["value"] is None:
             table.pop(k, None)
         else:
@@ -95,7 +95,7 @@ def oracle(join: str, left: dict[str, Any], right: dict[str, Any],
     out: dict[str, Any] = {}
     for k, value in left.items():
         fk = value.get(foreign_key)
-        match = None if fk is None else right.get(canonical(fk))
+        match = None if fk is None else right.get(key_id(fk))
         if match is not None:
             out[k] = [value, match]
         elif join == "left":
@@ -108,9 +108,9 @@ def final_inputs(records: Sequence[FkJoinRecord]) -> tuple[dict[str, Any], dict[
     tables: dict[str, dict[str, Any]] = {"left": {}, "right": {}}
     for r in records:
         if r.value is None:
-            tables[r.side].pop(canonical(r.key), None)
+            tables[r.side].pop(key_id(r.key), None)
         else:
-            tables[r.side][canonical(r.key)] = r.value
+            tables[r.side][key_id(r.key)] = r.value
     return tables["left"], tables["right"]
 
 
@@ -306,7 +306,7 @@ def test_subscription_instruction(instruction: Instruction, stored: bool, with_r
             # The response carries the larger timestamp of the subscription (3) and the row (7).
             ts = 7 if right else 3
             assert responses == [ResponseMessage(
-                "k", SubscriptionResponseWrapper("h", value, propagate), ts, canonical(1))]
+                "k", SubscriptionResponseWrapper("h", value, propagate), ts, key_id(1))]
 
 
 def test_null_foreign_key_subscription_is_answered_with_null_and_never_stored() -> None:
@@ -325,9 +325,10 @@ def test_right_update_fans_out_to_every_subscriber_with_its_own_hash() -> None:
     rhs.on_subscription(sub(1, "a", NULL_IF, "ha", ts=9))
     rhs.on_subscription(sub(2, "c", NULL_IF, "hc"))
     fan = rhs.on_update(feed("right", 1, "r", ts=6))
+    # Each response carries the right update's ts (6), not the subscription's (Kafka Streams).
     assert fan == [
-        ResponseMessage("a", SubscriptionResponseWrapper("ha", "r", False), 9, canonical(1)),
-        ResponseMessage("b", SubscriptionResponseWrapper("hb", "r", False), 6, canonical(1)),
+        ResponseMessage("a", SubscriptionResponseWrapper("ha", "r", False), 6, key_id(1)),
+        ResponseMessage("b", SubscriptionResponseWrapper("hb", "r", False), 6, key_id(1)),
     ]
     # A right tombstone reaches the same subscribers as a null that must propagate.
     tomb = rhs.on_update(feed("right", 1, None, ts=10))
@@ -346,6 +347,19 @@ def test_prefix_scan_is_by_foreign_key_identity_not_by_text_prefix() -> None:
     rhs.on_subscription(sub("1", "c", NULL_IF))
     assert [ck.primary_key for ck, _ in rhs.subscriptions.prefix_scan(1)] == ["a"]
     assert [ck.primary_key for ck, _ in rhs.subscriptions.prefix_scan("1")] == ["c"]
+
+
+def test_foreign_keys_one_and_one_point_zero_are_two_keys() -> None:
+    """The foreign key 1.0 does not reference the right key 1 (joins.core.keys), and changing a
+    left row's FK from 1 to 1.0 is a foreign-key change."""
+    feed = Feed()
+    p = FkJoinProcessor(make_spec("left"))
+    p.process(feed("right", 1, "r-int", 1))
+    assert p.process(feed("left", "k", {"fk": 1.0}, 2)) == [
+        {"key": "k", "value": [{"fk": 1.0}, None], "ts": 2}]
+    assert p.process(feed("left", "k", {"fk": 1}, 3)) == [
+        {"key": "k", "value": [{"fk": 1}, "r-int"], "ts": 3}]
+    assert p.process(feed("right", 1.0, "r-float", 4)) == []   # nobody references 1.0 now
 
 
 # -- LHS: the response join ----------------------------------------------------------------------
@@ -424,7 +438,7 @@ def test_stale_answer_from_the_old_foreign_key_is_discarded() -> None:
     p.process_left(feed("left", "k", {"fk": 1}))
     p.process_left(feed("left", "k", {"fk": 2}))
     # FK 2's partition answers first; FK 1's (a different partition) lags behind.
-    [to_fk2] = [pos for pos, m in enumerate(p.subscription_queue) if m.partition == canonical(2)]
+    [to_fk2] = [pos for pos, m in enumerate(p.subscription_queue) if m.partition == key_id(2)]
     p.deliver_to_rhs(to_fk2)
     out = p.drain()
     assert strip(out) == [("k", [{"fk": 2}, None])]
@@ -447,7 +461,7 @@ def test_delete_then_insert_race(table: InstructionTable, converges: bool) -> No
     p.deliver_to_rhs()  # the delete reaches FK 1's RHS, its null answer is held back...
     out += p.process(feed("left", "k", {"fk": 2}))  # ...while k is re-inserted under FK 2
     out += p.drain()
-    expected = oracle("inner", {canonical("k"): {"fk": 2}}, {canonical(1): "r1"})
+    expected = oracle("inner", {key_id("k"): {"fk": 2}}, {key_id(1): "r1"})
     assert (final_table(out) == expected) is converges
     assert expected == {}
 
@@ -463,7 +477,7 @@ def test_out_of_order_left_record_sends_no_subscription() -> None:
     assert p.process_left(feed("left", "k", {"fk": 2}, 15)) == []
     assert p.metrics["out_of_order_ignored"] == 1 and p.lhs.metrics["out_of_order_ignored"] == 1
     # Still stored as history in the versioned left table; the latest is unchanged.
-    assert p.lhs.table.get(canonical("k"), 15).value == {"fk": 2}
+    assert p.lhs.table.get("k", 15).value == {"fk": 2}
     assert p.lhs.current_value("k") == {"fk": 1}
     # Equal timestamp is not out of order: it replaces the latest and subscribes.
     assert strip(p.process(feed("left", "k", {"fk": 2}, 20))) == [("k", [{"fk": 2}, "r2"])]
@@ -503,14 +517,20 @@ def test_unversioned_sides_take_late_timestamps_as_updates() -> None:
     assert p.metrics["out_of_order_ignored"] == 0
 
 
-def test_result_timestamp_is_the_larger_of_the_joined_rows() -> None:
+def test_result_timestamp_follows_kafka() -> None:
+    """A left update's result: max(left ts, ts of the current right value), the left ts alone
+    when there is none. A right update's fan-out: the right update's own ts, even when it is
+    older than the subscriber (m@40 joined with r2@35 is emitted at 35), as Kafka Streams does."""
     feed = Feed()
-    p = FkJoinProcessor(make_spec("inner"))
+    p = FkJoinProcessor(make_spec("left"))
     p.process(feed("right", 1, "r1", 30))
     assert p.process(feed("left", "k", {"fk": 1}, 20))[0]["ts"] == 30
     assert p.process(feed("left", "m", {"fk": 1}, 40))[0]["ts"] == 40
     fan = p.process(feed("right", 1, "r2", 35))
-    assert [(it["key"], it["ts"]) for it in fan] == [("k", 35), ("m", 40)]
+    assert [(it["key"], it["ts"]) for it in fan] == [("k", 35), ("m", 35)]
+    p.process(feed("right", 1, None, 36))
+    assert p.process(feed("left", "k", {"fk": 1, "v": 2}, 21)) == [
+        {"key": "k", "value": [{"fk": 1, "v": 2}, None], "ts": 21}]
 
 
 # -- CLI -------------------------------------------------------------------------------------------
@@ -614,7 +634,7 @@ def test_versioned_final_table_joins_the_latest_by_timestamp(ops: list[Any]) -> 
     items = [item for r in records for item in p.process(r)]
     latest: dict[str, dict[str, tuple[int, Any]]] = {"left": {}, "right": {}}
     for r in records:
-        k = canonical(r.key)
+        k = key_id(r.key)
         if k not in latest[r.side] or r.ts >= latest[r.side][k][0]:
             latest[r.side][k] = (r.ts, r.value)
     left = {k: v for k, (_, v) in latest["left"].items() if v is not None}
@@ -648,9 +668,9 @@ def run_interleaved(join: str, records: Sequence[FkJoinRecord], rng: random.Rand
     while pending or p.subscription_queue or p.response_queue:
         choices: list[tuple[str, int]] = [("input", 0)] if pending else []
         choices += [("rhs", pos) for pos in _partition_heads(
-            p.subscription_queue, lambda m: (m.partition, canonical(m.key.primary_key)))]
+            p.subscription_queue, lambda m: (m.partition, key_id(m.key.primary_key)))]
         choices += [("lhs", pos) for pos in _partition_heads(
-            p.response_queue, lambda m: (m.source_partition, canonical(m.primary_key)))]
+            p.response_queue, lambda m: (m.source_partition, key_id(m.primary_key)))]
         kind, pos = choices[rng.randrange(len(choices))]
         if kind == "input":
             record = pending.pop(0)

@@ -383,12 +383,38 @@ def test_bad_rows_name_the_record_and_field(op: Op, field: str, message: str) ->
     assert message in str(info.value) and "record 7" in str(info.value)
 
 
-def test_uncomparable_values_name_the_record() -> None:
-    p = IntervalJoinProcessor(spec(f"{BETWEEN} AND l.k = r.k", left=("id", "time", "k"),
+KEYED = f"{BETWEEN} AND l.k = r.k"
+
+
+@pytest.mark.parametrize(("left_key", "right_key"), [
+    (1, "1"), (1, 1.0), (True, 1), (False, 0), ("a", 5), ({"id": 1}, {"id": 1.0}), ({"id": 1}, 1),
+])
+def test_keys_of_different_types_never_match(left_key: Any, right_key: Any) -> None:
+    """The key rule of joins.core.keys: equal by value AND JSON type, never "cannot compare"."""
+    p = IntervalJoinProcessor(spec(KEYED, join="full", left=("id", "time", "k"),
                                    right=("id", "time", "k")))
+    run(p, [L({"id": 0, "time": 0, "k": left_key})])
+    assert run(p, [R({"id": 1, "time": 0, "k": right_key})], 1) == []
+    # The same keys, typed alike, do match (the rows are in bounds: only the key differs).
+    assert run(p, [R({"id": 2, "time": 0, "k": left_key})], 2) == [
+        {"row": {"l": {"id": 0, "time": 0, "k": left_key},
+                 "r": {"id": 2, "time": 0, "k": left_key}}, "after_input": 2}]
+    # The unmatched right row is emitted null-padded at eviction, as any other unmatched row.
+    rows = [item["row"] for item in run(p, [WL("time", 100), WR("time", 100)], 3) if "row" in item]
+    assert rows == [{"l": None, "r": {"id": 1, "time": 0, "k": right_key}}]
+
+
+def test_object_keys_match_member_by_member_in_any_order() -> None:
+    p = IntervalJoinProcessor(spec(KEYED, left=("id", "time", "k"), right=("id", "time", "k")))
+    run(p, [L({"id": 0, "time": 0, "k": {"a": 1, "b": "x"}})])
+    assert len(run(p, [R({"id": 1, "time": 1, "k": {"b": "x", "a": 1}})], 1)) == 1
+
+
+def test_uncomparable_ordering_names_the_record() -> None:
+    p = IntervalJoinProcessor(spec(f"{BETWEEN} AND l.k < 'm'", left=("id", "time", "k")))
     run(p, [L({"id": 0, "time": 0, "k": "a"})])
-    with pytest.raises(InputRecordError, match=r"record 1.*cannot compare"):
-        run(p, [R({"id": 1, "time": 0, "k": 5})], 1)
+    with pytest.raises(InputRecordError, match=r"record 1.*cannot compare 5 with 'm'"):
+        run(p, [L({"id": 1, "time": 0, "k": 5})], 1)
 
 
 def test_string_key_taken_for_a_time_column_says_why() -> None:

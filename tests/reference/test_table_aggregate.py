@@ -297,3 +297,9 @@ def test_final_table_is_the_same_at_every_batch_size(path: Path) -> None:
     definition, spec, recs = prepare(load_scenario(path))
     finals = [final_output(run_reference(definition, spec, recs, size)) for size in (1, 2, 3, None)]
     assert all(f == finals[0] for f in finals), finals
+
+
+def test_group_keys_one_and_one_point_zero_are_two_groups() -> None:
+    """Group keys follow joins.core.keys: 1, 1.0 and true are three groups."""
+    out = run(make_spec(), [("a", 1, 1), ("b", 1.0, 2), ("c", True, 3), ("d", 1, 4)])
+    assert out == [[item(1, 1, 1)], [item(1.0, 1, 2)], [item(True, 1, 3)], [item(1, 2, 4)]]

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joins.cli import EXIT_INVALID, main
+from joins.core.fields import json_equal, read_path
 from joins.errors import ConfigError, InputRecordError
 from joins.microbatch import run_reference
 from joins.operators.registry import get_operator
@@ -20,9 +21,7 @@ from joins.operators.table_filter.spec import (
     PredicateSpec,
     TableFilterSpec,
     TableRecord,
-    json_equal,
     parse_table_filter_record,
-    read_path,
 )
 from joins.scenario import load_scenario
 from joins.scenario.runner import prepare

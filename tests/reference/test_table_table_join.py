@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joins.cli import EXIT_INVALID, main
+from joins.core.keys import key_id
 from joins.errors import ConfigError, InputRecordError
 from joins.microbatch import run_reference
 from joins.operators.registry import get_operator
@@ -155,11 +156,29 @@ def test_outer_join_deletes_only_when_both_sides_are_gone() -> None:
                    [{"key": "k", "value": None, "ts": 4}], []]
 
 
-def test_versioned_side_remembers_a_tombstone_ts() -> None:
+@pytest.mark.parametrize("right", [V, U])
+def test_a_deleted_other_side_holds_no_ts(right: dict[str, Any]) -> None:
+    """Kafka Streams: the value getter reads a tombstone (versioned or not) as "no value", so
+    only the update's ts counts, and the key's results go back in time (9, then 6)."""
     rows = [("left", "k", "a5", 5), ("right", "k", "b1", 1), ("right", "k", None, 9),
             ("left", "k", "a6", 6)]
-    out = run(make_spec("left", left=V, right=V), rows)
-    assert out[3] == [{"key": "k", "value": ["a6", None], "ts": 9}]
+    out = run(make_spec("left", left=V, right=right), rows)
+    assert out[2:] == [[{"key": "k", "value": ["a5", None], "ts": 9}],
+                       [{"key": "k", "value": ["a6", None], "ts": 6}]]
+
+
+def test_the_other_sides_current_value_bounds_the_ts_even_when_older_updates_follow() -> None:
+    rows = [("right", "k", "b9", 9), ("left", "k", "a2", 2), ("right", "k", "b4", 4)]
+    assert run(make_spec("outer", left=V, right=V), rows)[1:] == [
+        [{"key": "k", "value": ["a2", "b9"], "ts": 9}], []]   # b4 is out of order: nothing
+    assert run(make_spec("outer"), rows)[1:] == [
+        [{"key": "k", "value": ["a2", "b9"], "ts": 9}],
+        [{"key": "k", "value": ["a2", "b4"], "ts": 4}]]       # unversioned: b4 is current
+
+
+def test_keys_one_and_one_point_zero_are_two_keys() -> None:
+    out = run(make_spec(), [("left", 1, "a", 1), ("right", 1.0, "b", 2), ("right", 1, "c", 3)])
+    assert out == [[], [], [{"key": 1, "value": ["a", "c"], "ts": 3}]]
 
 
 def test_empty_string_is_a_value_and_object_keys_join() -> None:
@@ -296,21 +315,62 @@ def test_final_result_is_the_join_of_the_final_input_tables(
     check_final_table(spec, rows)
 
 
-@given(rows=rows_strategy, join=st.sampled_from(("inner", "left", "outer")))
-def test_versioned_results_never_go_back_in_time(rows: list[tuple[str, Any, Any, int]],
-                                                 join: str) -> None:
-    spec = make_spec(join, V, V)
-    items = [item for out in run(spec, rows) for item in out]
-    last_ts: dict[str, int] = {}
-    for item in items:
-        key = json.dumps(item["key"])
-        assert item["ts"] >= last_ts.get(key, item["ts"]), item
-        last_ts[key] = item["ts"]
-    # The last result of a key carries the larger of both sides' latest ts.
-    left, right = final_input(rows, "left", True), final_input(rows, "right", True)
+def last_in_order_side(rows: list[tuple[str, Any, Any, int]], key: Any,
+                       versioned: dict[str, bool]) -> str | None:
+    """The side of the key's last update that was not out of order on its side."""
+    top: dict[str, int] = {}
+    last = None
+    for s, k, _v, t in rows:
+        if k != key:
+            continue
+        if not versioned[s] or t >= top.get(s, t):
+            last = s
+        top[s] = max(t, top.get(s, t))
+    return last
+
+
+def check_final_ts(spec: TableTableJoinSpec, rows: list[tuple[str, Any, Any, int]],
+                   processor: TableTableJoinProcessor | None = None) -> None:
+    """A key's last result comes from its last in-order update U: its ts is max(U's ts, ts of the
+    other side's current value), the other side counting only while it holds a value (a
+    tombstone leaves no ts behind, as Kafka's value getter reads it as absent)."""
+    versioned = {"left": spec.left.versioned, "right": spec.right.versioned}
+    finals = {side: final_input(rows, side, versioned[side]) for side in ("left", "right")}
+    items = [item for out in run(spec, rows, processor) for item in out]
     for key, item in final_results(items).items():
         k = json.loads(key)
-        assert item["ts"] == max(left.get(k, (None, -1))[1], right.get(k, (None, -1))[1])
+        side = last_in_order_side(rows, k, versioned)
+        assert side is not None
+        other = finals["right" if side == "left" else "left"].get(k)
+        other_ts = other[1] if other is not None and other[0] is not None else -1
+        assert item["ts"] == max(finals[side][k][1], other_ts), (item, side, finals)
+
+
+@given(rows=rows_strategy, join=st.sampled_from(("inner", "left", "outer")),
+       left_versioned=st.booleans(), right_versioned=st.booleans())
+def test_final_result_ts_follows_kafka(rows: list[tuple[str, Any, Any, int]], join: str,
+                                       left_versioned: bool, right_versioned: bool) -> None:
+    check_final_ts(make_spec(join, V if left_versioned else U, V if right_versioned else U), rows)
+
+
+class _RemembersTombstones(TableTableJoinProcessor):
+    """A mutant with this processor's former rule: a versioned side's latest tombstone still
+    bounds the result ts."""
+
+    def process(self, record: TableTableJoinRecord) -> list[dict[str, Any]]:
+        items = super().process(record)
+        other = self.store("right" if record.side == "left" else "left")
+        times = getattr(other, "_versions", {}).get(key_id(record.key), ([], []))[0]
+        return [{**item, "ts": max(item["ts"], times[-1])} for item in items] if times else items
+
+
+def test_the_ts_property_catches_the_remembered_tombstone_rule() -> None:
+    rows = [("left", "k1", "a", 5), ("right", "k1", "b", 1), ("right", "k1", None, 9),
+            ("left", "k1", "a", 6)]
+    spec = make_spec("left", V, V)
+    check_final_ts(spec, rows)
+    with pytest.raises(AssertionError):
+        check_final_ts(spec, rows, _RemembersTombstones(spec))
 
 
 class _IgnoresVersioning(TableTableJoinProcessor):

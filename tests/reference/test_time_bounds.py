@@ -266,6 +266,20 @@ def predicate(condition: str, left: list[str], right: list[str]):  # type: ignor
     ("l.s < r.s", {"s": "a"}, {"s": "b"}, True),
     ("NULL = NULL", {}, {}, None),
     ("l.a + NULL = 1", {"a": 1}, {}, None),
+    # Equality never fails. Two bare columns compare as keys (value and JSON type) ...
+    ("l.a = r.b", {"a": "1"}, {"b": 1}, False),
+    ("l.a = r.b", {"a": True}, {"b": 1}, False),
+    ("l.a = r.b", {"a": 1}, {"b": 1.0}, False),
+    ("l.a <> r.b", {"a": 1}, {"b": 1.0}, True),
+    ("(l.a) = (r.b)", {"a": 1}, {"b": 1.0}, False),
+    ("l.a = r.b", {"a": {"x": 1, "y": [1, "z"]}}, {"b": {"y": [1, "z"], "x": 1}}, True),
+    ("l.a = r.b", {"a": {"x": 1}}, {"b": {"x": 1.0}}, False),
+    # ... a literal or a computed operand as a JSON value: numbers by value, other types unequal.
+    ("l.a = 1.0", {"a": 1}, {}, True),
+    ("l.a + 0 = r.b", {"a": 1}, {"b": 1.0}, True),
+    ("l.a = 1", {"a": True}, {}, False),
+    ("l.a <> 'x'", {"a": 1}, {}, True),
+    ("l.s = 'x'", {"s": 1}, {}, False),
 ])
 def test_three_valued_logic(condition: str, left: dict[str, object], right: dict[str, object],
                             expected: bool | None) -> None:
@@ -274,8 +288,9 @@ def test_three_valued_logic(condition: str, left: dict[str, object], right: dict
 
 
 @pytest.mark.parametrize(("condition", "left", "right", "message"), [
-    ("l.a = r.b", {"a": "1"}, {"b": 1}, "cannot compare"),
-    ("l.a = r.b", {"a": True}, {"b": 1}, "cannot compare"),
+    ("l.a < r.b", {"a": "1"}, {"b": 1}, "cannot compare"),
+    ("l.a >= r.b", {"a": True}, {"b": 1}, "cannot compare"),
+    ("l.a BETWEEN r.b AND 3", {"a": "x"}, {"b": 1}, "cannot compare"),
     ("l.a + 1 = r.b", {"a": "x"}, {"b": 1}, "needs numbers"),
     ("l.a / 0 = r.b", {"a": 1}, {"b": 1}, "division by zero"),
     ("l.a AND r.b = 1", {"a": 3}, {"b": 1}, "needs a boolean"),

@@ -20,13 +20,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 
-from joins.errors import ConfigError
-from joins.operators.stream_table_join.spark_batch import (
+from joins.asof import (
     asof_join,
     bucket_stats,
+    input_errors,
+    input_record_error,
     versions_by_bucket,
 )
-from joins.operators.versioned_table.store import VersionedStore
+from joins.core.store import VersionedStore
+from joins.errors import ConfigError, InputRecordError
 from joins.spark import jvm
 
 pytestmark = pytest.mark.spark
@@ -74,7 +76,8 @@ def brute_force(stream: Sequence[StreamRow], table: Sequence[TableRow], *, how: 
 def store_oracle(stream: Sequence[StreamRow], table: Sequence[TableRow], *, how: str,
                  retention: int | None) -> list[tuple[int, str | None, int | None]]:
     """The same lookups through the reference VersionedStore (puts in ts order never expire)."""
-    store = VersionedStore(retention if retention is not None else 10**15)
+    # Unbounded history: longer than any two longs are apart.
+    store = VersionedStore(retention if retention is not None else 2**65)
     for key, ts, val, tomb in sorted(table, key=lambda r: r[1]):
         store.put(key, None if tomb else val, ts)
     out = []
@@ -95,14 +98,20 @@ KEY_AS = {
 }
 
 
-def run(spark: Any, stream: Sequence[StreamRow], table: Sequence[TableRow], key_as: str = "long",
-        **kwargs: Any) -> list[tuple[int, str | None, int | None]]:
+def frames(spark: Any, stream: Sequence[StreamRow], table: Sequence[TableRow], key_as: str = "long"
+           ) -> tuple[DataFrame, DataFrame]:
     sdf = spark.createDataFrame(list(stream), STREAM_SCHEMA)
     tdf = spark.createDataFrame(list(table), TABLE_SCHEMA)
     if key_as != "long":
         as_key = KEY_AS[key_as]
         sdf = sdf.selectExpr("id", f"{as_key.format(c='k')} AS k", "ts", f"{as_key.format(c='fk')} AS fk")
         tdf = tdf.selectExpr(f"{as_key.format(c='k')} AS k", "ts", "val", "tomb")
+    return sdf, tdf
+
+
+def run(spark: Any, stream: Sequence[StreamRow], table: Sequence[TableRow], key_as: str = "long",
+        **kwargs: Any) -> list[tuple[int, str | None, int | None]]:
+    sdf, tdf = frames(spark, stream, table, key_as)
     kwargs.setdefault("tombstone_col", "tomb")
     result = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", **kwargs)
     assert result.columns == ["id", "k", "ts", "fk", "val", "table_valid_from"]
@@ -224,29 +233,70 @@ def test_bad_config_names_the_key(spark: Any) -> None:
         asof_join(sdf, tdf, **base, tombstone_col="val")
 
 
+# The key 1 as each key type prints in an error (CAST ... AS STRING) and in its record.
+KEY_TEXT = {"long": ("1", 1), "string": ("1", "1"), "struct": ("{1, 1}", "{1, 1}")}
+
+
+def _collect_failure(spark: Any, stream: Any, table: Any, strategy: str, **kwargs: Any) -> InputRecordError:
+    """The error of running the join: the index finds a bad table record while indexing (in
+    asof_join), everything else fails in the action, which input_errors() translates."""
+    with pytest.raises(InputRecordError) as failure, input_errors():
+        asof_join(stream, table, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts",
+                  strategy=strategy, **kwargs).collect()
+    return failure.value
+
+
+@pytest.mark.parametrize("key_as", ["long", "string", "struct"])
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_duplicate_version_fails_instead_of_doubling(spark: Any, strategy: str) -> None:
-    sdf = spark.createDataFrame([(0, 1, 25, None)], STREAM_SCHEMA)
-    tdf = spark.createDataFrame([(1, 10, "a", False), (1, 10, "b", False)], TABLE_SCHEMA)
-    # The index finds it while indexing (in asof_join), the SQL plans when the join runs.
-    with pytest.raises(Exception, match=r"two versions with the same \(k, ts\) = \(1, 10\)"):
-        asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts",
-                  strategy=strategy).collect()  # type: ignore[arg-type]
+def test_duplicate_version_fails_naming_the_record(spark: Any, strategy: str, key_as: str) -> None:
+    """Fails instead of doubling output rows, as InputRecordError naming key and ts under every
+    strategy and key type (a hashed key by the key itself, not its 64-bit hash)."""
+    sdf, tdf = frames(spark, [(0, 1, 25, None)], [(1, 10, "a", False), (1, 10, "b", False)], key_as)
+    error = _collect_failure(spark, sdf, tdf, strategy)
+    text, value = KEY_TEXT[key_as]
+    assert error.field == "ts" and error.record == {"k": value, "ts": 10}
+    assert f"two versions with the same (k, ts) = ({text}, 10)" in str(error)
+    assert str(error).startswith("asof_join table, field 'ts': ")
+
+
+@pytest.mark.parametrize("key_as", ["long", "string"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_null_ts_fails_naming_the_record(spark: Any, strategy: str, key_as: str) -> None:
+    sdf, tdf = frames(spark, [(0, 1, None, None)], TABLE, key_as)
+    error = _collect_failure(spark, sdf, tdf, strategy, how="left")
+    text, value = KEY_TEXT[key_as]
+    assert error.source == "asof_join stream" and error.field == "ts"
+    assert error.record == {"k": value, "ts": None}
+    assert f"stream record with null field 'ts' (stream_ts), k = {text}" in str(error)
+    sdf, tdf = frames(spark, [(0, 1, 5, None)], [(1, None, "a", False)], key_as)  # type: ignore[list-item]
+    error = _collect_failure(spark, sdf, tdf, strategy)
+    assert error.source == "asof_join table" and error.record == {"k": value, "ts": None}
+    assert f"table record with null field 'ts' (table_ts), k = {text}" in str(error)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_null_ts_fails_naming_the_field(spark: Any, strategy: str) -> None:
-    sdf = spark.createDataFrame([(0, 1, None, None)], STREAM_SCHEMA)
-    tdf = spark.createDataFrame(TABLE, TABLE_SCHEMA)
-    out = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", how="left",
-                    strategy=strategy)  # type: ignore[arg-type]
-    with pytest.raises(Exception, match="stream record with null field 'ts'"):
-        out.collect()
-    bad_table = spark.createDataFrame([(1, None, "a", False)], TABLE_SCHEMA)
-    with pytest.raises(Exception, match="table record with null field 'ts'"):
-        asof_join(spark.createDataFrame([(0, 1, 5, None)], STREAM_SCHEMA), bad_table, stream_key="k",
-                  stream_ts="ts", table_key="k", table_ts="ts",
-                  strategy=strategy).collect()  # type: ignore[arg-type]
+def test_record_errors_with_odd_names_and_timestamps(spark: Any, strategy: str) -> None:
+    """Column names that look like the message templates' placeholders or need quoting, and
+    timestamps (named as they print in the session time zone, alike in the JVM and in SQL)."""
+    sdf = spark.sql("SELECT 'x' AS `k{ts}`, TIMESTAMP'2024-01-01 00:00:05' AS `a't`")
+    tdf = spark.sql("SELECT 'x' AS `k{key}`, TIMESTAMP'2024-01-01 00:00:05' AS `t{ts_hex}`, 1 AS v "
+                    "UNION ALL SELECT 'x', TIMESTAMP'2024-01-01 00:00:05', 2")
+    with pytest.raises(InputRecordError) as failure, input_errors():
+        asof_join(sdf, tdf, stream_key="k{ts}", stream_ts="a't", table_key="k{key}",
+                  table_ts="t{ts_hex}", strategy=strategy).collect()  # type: ignore[arg-type]
+    assert failure.value.record == {"k{key}": "x", "t{ts_hex}": "2024-01-01 00:00:05"}
+    assert "(k{key}, t{ts_hex}) = (x, 2024-01-01 00:00:05)" in str(failure.value)
+    null_stream = sdf.selectExpr("`k{ts}`", "CAST(NULL AS TIMESTAMP) AS `a't`")
+    with pytest.raises(InputRecordError, match=r"null field \"a't\" \(stream_ts\), k\{ts\} = x"), \
+            input_errors():
+        asof_join(null_stream, tdf.limit(1), stream_key="k{ts}", stream_ts="a't", table_key="k{key}",
+                  table_ts="t{ts_hex}", strategy=strategy).collect()  # type: ignore[arg-type]
+
+
+def test_input_errors_leaves_other_failures_alone(spark: Any) -> None:
+    with pytest.raises(ArithmeticError), input_errors():
+        raise ZeroDivisionError
+    assert input_record_error(ValueError("no marker here")) is None
 
 
 def _root(df: Any) -> str:
@@ -290,6 +340,54 @@ def test_index_handles_extreme_and_sparse_keys(spark: Any) -> None:
     assert got == brute_force(stream, table, how="left")
 
 
+LO, HI = -(2**63), 2**63 - 1
+REAL = 1_700_000_000_000
+# Per key, versions spanning more than a long (min long next to real ts, min and max long) or
+# sitting at one end of it; the probe ts sit at, next to and between them.
+EXTREME_TABLE: list[TableRow] = [
+    (1, LO, "1:lo", False), (1, -5, "1:-5", False), (1, 0, None, True), (1, REAL, "1:real", False),
+    (1, HI, "1:hi", False),
+    (2, LO, "2:lo", False), (2, REAL, "2:real", False),
+    (3, 0, "3:0", False), (3, HI, "3:hi", False),
+    (4, HI, "4:hi", False),
+    (5, LO, "5:lo", False),
+    (6, LO, "6:lo", False), (6, LO + 1, "6:lo+1", False),
+    (7, HI - 1, "7:hi-1", False), (7, HI, "7:hi", False),
+    (8, LO, "8:lo", False), (8, HI, "8:hi", False),
+]
+EXTREME_PROBES = [LO, LO + 1, LO + 2, -6, -5, -1, 0, 1, REAL - 1, REAL, REAL + 1, HI - 2, HI - 1, HI]
+
+
+@pytest.mark.parametrize("versions_per_bucket", [1, 2])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_ts_at_the_ends_of_the_long_range(spark: Any, strategy: str, versions_per_bucket: int) -> None:
+    """Versions of one key spanning close to (or all of) 2^64 ms: the SQL plans' bucket
+    arithmetic must not overflow under ANSI mode, and every strategy answers as a scan would."""
+    stream: list[StreamRow] = [(i * 100 + j, k, ts, None) for i, k in enumerate(range(1, 10))
+                               for j, ts in enumerate(EXTREME_PROBES)]
+    for retention, stream_time in [(None, None), (0, None), (10, None), (5, LO), (3, HI), (HI, LO)]:
+        got = run(spark, stream, EXTREME_TABLE, how="left", strategy=strategy,
+                  versions_per_bucket=versions_per_bucket, history_retention_ms=retention,
+                  table_stream_time=stream_time)
+        assert got == brute_force(stream, EXTREME_TABLE, how="left", retention=retention,
+                                  stream_time=stream_time), (retention, stream_time)
+
+
+def test_buckets_of_a_key_spanning_the_long_range(spark: Any) -> None:
+    """A key whose span exceeds a long takes its offsets on halved ts (shift 1); every version
+    lands in the buckets its interval covers, in order."""
+    tdf = spark.createDataFrame(EXTREME_TABLE, TABLE_SCHEMA)
+    stats = {r["key"]: r for r in bucket_stats(tdf, table_key="k", table_ts="ts",
+                                               versions_per_bucket=1).collect()}
+    assert {k for k, r in stats.items() if r["shift"] == 1} == {1, 2, 8}
+    assert all(1 <= r["width"] <= HI for r in stats.values())
+    intervals = versions_by_bucket(tdf, table_key="k", table_ts="ts", tombstone_col="tomb",
+                                   versions_per_bucket=1)
+    rows = intervals.where("key = 1").orderBy("valid_from", "bucket").collect()
+    buckets = [r["bucket"] for r in rows]
+    assert buckets == sorted(buckets) and buckets[-1] == stats[1]["buckets"] - 1
+
+
 @pytest.mark.skipif(not INDEX_RUNS, reason="JVM helper unavailable")
 def test_hashed_keys_check_the_key_itself(spark: Any) -> None:
     """Hashed keys, driven through the JVM entry points with a forged hash column: a stream key
@@ -297,14 +395,16 @@ def test_hashed_keys_check_the_key_itself(spark: Any) -> None:
     entry = jvm.entry(spark)
     table = spark.createDataFrame([("a", 10, "a10", 7)], "k string, ts long, val string, h long")
     stream = spark.createDataFrame([(0, "a", 15, 7), (1, "b", 15, 7)], "id long, k string, ts long, h long")
-    args = ["null ts", "dup (", ")"]
+    args = [["null ts"], ["dup"]]
     index = entry.index(table._jdf, 3, 1, -1, [2, 0], ["val", "k_copy"], False, 0, False, 0, *args, 1)
-    joined = DataFrame(entry.probe(stream._jdf, 3, 2, index, True, "null ts", 1, 1), spark)
+    joined = DataFrame(entry.probe(stream._jdf, 3, 2, index, True, ["null ts"], 1, 1), spark)
     assert sorted((r["id"], r["val"]) for r in joined.collect()) == [(0, "a10"), (1, None)]
-    clash = spark.createDataFrame([("a", 10, "a10", 7), ("b", 11, "b11", 7)],
-                                  "k string, ts long, val string, h long")
-    with pytest.raises(Exception, match="HASH_COLLISION"):
-        entry.index(clash._jdf, 3, 1, -1, [2, 0], ["val", "k_copy"], False, 0, False, 0, *args, 1)
+    schema = "k string, ts long, val string, h long"
+    # Two keys sharing a hash, at different ts and at the same ts (not a duplicate version).
+    for clash in ([("a", 10, "a10", 7), ("b", 11, "b11", 7)], [("a", 10, "a10", 7), ("b", 10, "b10", 7)]):
+        with pytest.raises(Exception, match="HASH_COLLISION"):
+            entry.index(spark.createDataFrame(clash, schema)._jdf, 3, 1, -1, [2, 0], ["val", "k_copy"],
+                        False, 0, False, 0, *args, 1)
 
 
 def test_hot_key_is_split_over_many_buckets(spark: Any) -> None:
@@ -336,20 +436,26 @@ def test_hot_key_is_split_over_many_buckets(spark: Any) -> None:
 # --- property: random data, a hot key, duplicate stream ts, tombstones, retention --------------
 
 keys = st.one_of(st.just(0), st.just(0), st.just(0), st.integers(1, 4))
+# Now and then a version "since forever" or "until the end of time", so that a key's versions
+# span more than a long.
+version_ts = st.one_of(st.integers(0, 40), st.integers(0, 40), st.integers(0, 40), st.sampled_from([LO, HI]))
+probe_ts = st.one_of(st.integers(-3, 45), st.integers(-3, 45), st.integers(-3, 45),
+                     st.sampled_from([LO, LO + 1, HI - 1, HI]))
 
 
 @st.composite
 def cases(draw: st.DrawFn) -> dict[str, Any]:
-    versions = draw(st.dictionaries(st.tuples(keys, st.integers(0, 40)),
+    versions = draw(st.dictionaries(st.tuples(keys, version_ts),
                                     st.tuples(st.sampled_from(["x", "y", "z"]), st.booleans()),
                                     min_size=6, max_size=25))
     # Cold keys' versions sit in the first half of time, so their latest version is often older
     # than the expiry bound (the latest-never-expires case); the hot key spans all of it.
-    table = [(k, ts if k == 0 else ts // 2, val, tomb) for (k, ts), (val, tomb) in versions.items()]
+    table = [(k, ts if k == 0 or ts in (LO, HI) else ts // 2, val, tomb)
+             for (k, ts), (val, tomb) in versions.items()]
     table = list({(k, ts): (k, ts, val, tomb) for k, ts, val, tomb in table}.values())
     n = draw(st.integers(8, 25))
     maybe_key = st.one_of(keys, keys, keys, st.none())
-    stream = [(i, draw(maybe_key), draw(st.integers(-3, 45)), draw(maybe_key)) for i in range(n)]
+    stream = [(i, draw(maybe_key), draw(probe_ts), draw(maybe_key)) for i in range(n)]
     # Spread keys apart (and below zero): the JVM index then hashes them instead of addressing
     # them directly.
     scale = draw(st.sampled_from([1, 1, 1_000_003, -(2**61)]))

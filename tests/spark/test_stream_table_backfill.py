@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from joins.core.store import VersionedStore
 from joins.errors import ConfigError
+from joins.incremental import BatchStateError
 from joins.operators.stream_table_join.backfill import BackfillReport, backfill
 from joins.operators.stream_table_join.spark_replay import REPLAY_COLUMNS, ReplayLake
-from joins.operators.stream_table_join.state import BatchStateError
-from joins.operators.versioned_table.store import VersionedStore
 from tests.spark.test_stream_table_incremental import records_of, spec_of
 
 pytestmark = pytest.mark.spark
@@ -141,12 +141,11 @@ def test_backfill_refuses_what_it_cannot_do(spark: Any, tmp_path: Path) -> None:
     assert nothing.last_batch_id is None and nothing.rows_after == 0 and nothing.agrees
     replay.land(records_of(TABLE_FIRST + STREAM[:2]), 1)
     log_only = replay.paths.checkpoints
-    from joins.operators.stream_table_join.state import BatchPlan, CheckpointLog, VersionRange
+    from joins.incremental import BatchLog, BatchPlan, VersionRange
 
-    CheckpointLog(spark, log_only).write_plan(BatchPlan(
-        batch_id=0, stream_source=replay.stream_source, table_source=replay.table_source,
-        stream=VersionRange(0, 1), table=VersionRange(0, 1), buffer_version=None,
-        state_version=None, stream_time_before=None, table_stream_time_before=None))
+    BatchLog(log_only, "stream_table_join").write_plan(BatchPlan(
+        batch_id=0, sources={"stream": replay.stream_source, "table": replay.table_source},
+        ranges={"stream": VersionRange(0, 1), "table": VersionRange(0, 1)}, state_versions={}))
     with pytest.raises(BatchStateError, match="planned but not completed"):
         run_backfill(replay, [D1])
 

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from joins import lake
+from joins.incremental import BatchLog, BatchStateError
 from joins.operators.stream_table_join.spark_replay import ReplayLake
-from joins.operators.stream_table_join.state import BatchStateError
 from tests.spark.test_stream_table_incremental import records_of, spec_of
 
 pytestmark = pytest.mark.spark
@@ -71,13 +71,11 @@ def snapshot(replay: ReplayLake) -> dict[str, Any]:
         path = getattr(replay.paths, name)
         if lake.table_exists(path):
             out[name] = sorted(tuple(str(v) for v in row) for row in lake.read_delta(spark, path).collect())
-    from joins.operators.stream_table_join.state import CheckpointLog
-
-    done = CheckpointLog(spark, replay.paths.checkpoints).state().last_done
+    done = BatchLog(replay.paths.checkpoints, "stream_table_join").tail().last_done
     assert done is not None
     report = {k: v for k, v in done.report.items() if k != "commits"}
-    out["done"] = (done.batch_id, done.stream_last, done.table_last, done.stream_time_after,
-                   done.table_stream_time_after, sorted(report.items(), key=lambda kv: kv[0]).__repr__())
+    out["done"] = (done.batch_id, sorted(done.consumed.items()), sorted(done.carry.items()),
+                   sorted(report.items(), key=lambda kv: kv[0]).__repr__())
     return out
 
 

@@ -22,14 +22,8 @@ from joins.microbatch import run_reference
 from joins.operators.base import Item
 from joins.operators.stream_table_join import DEFINITION
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
-from joins.operators.stream_table_join.grace import (
-    MAX_BLOCKS,
-    P_BEFORE,
-    decide,
-    late_reason,
-    late_reason_text,
-    prefix_stream_time,
-)
+from joins.operators.stream_table_join.grace import decide, late_reason, late_reason_text
+from joins.operators.stream_table_join.prefix import MAX_BLOCKS, P_BEFORE, prefix_stream_time
 from joins.operators.stream_table_join.reference import GraceBuffer, StreamTableJoinProcessor
 from joins.operators.stream_table_join.spark_replay import ReplayLake, spark_replay
 from joins.operators.stream_table_join.spec import (
@@ -318,7 +312,7 @@ def test_unversioned_keyed_state_is_compacted(spark: Any, tmp_path: Path) -> Non
     """Every COMPACT_EVERY batches the keyed state log is rewritten as one row per live key;
     lookups after it answer as before."""
     from joins import lake
-    from joins.operators.stream_table_join.state import COMPACT_EVERY
+    from joins.incremental import COMPACT_EVERY
 
     spec = spec_of({"join": "left", "table": {"versioned": False}})
     replay = ReplayLake(spark, spec, str(tmp_path))
@@ -412,14 +406,15 @@ def join_cases(draw: st.DrawFn) -> dict[str, Any]:
     for _ in range(n):
         side = draw(st.sampled_from(["stream", "table"]))
         ts = draw(st.integers(0, 12))
+        # 1, 1.0 and true are three keys (joins.core.keys), in both engines.
         if side == "table":
-            raw.append({"side": side, "key": draw(st.sampled_from(["a", "b", 1])), "ts": ts,
+            raw.append({"side": side, "key": draw(st.sampled_from(["a", "b", 1, 1.0])), "ts": ts,
                         "value": draw(st.sampled_from(["x", "y", None, {"o": 1}]))})
         else:
             value = draw(st.sampled_from(["s", "t", None])) if not table_key else \
-                draw(st.sampled_from([{"ref": "a"}, {"ref": 1}, {"ref": None}, None]))
-            raw.append({"side": side, "key": draw(st.sampled_from(["a", "b", 1, None])), "ts": ts,
-                        "value": value})
+                draw(st.sampled_from([{"ref": "a"}, {"ref": 1}, {"ref": 1.0}, {"ref": None}, None]))
+            raw.append({"side": side, "key": draw(st.sampled_from(["a", "b", 1, 1.0, True, None])),
+                        "ts": ts, "value": value})
     cuts = draw(st.lists(st.integers(1, n), min_size=1, max_size=3))
     return {"config": config, "raw": raw, "cuts": cuts}
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from joins.core.store import VersionedStore
 from joins.errors import ConfigError, InputRecordError
 from joins.lake import delta_version, read_delta, table_exists
 from joins.operators.versioned_table import spark_incremental
@@ -42,7 +43,6 @@ from joins.operators.versioned_table.spark_incremental import (
     ingest_changelog,
     versions_rows,
 )
-from joins.operators.versioned_table.store import VersionedStore
 from joins.operators.versioned_table.stream_time import STREAM_TIME
 
 pytestmark = pytest.mark.spark

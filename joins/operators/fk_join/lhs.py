@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from joins.core.keys import keys_equal
+from joins.core.store import make_store
 from joins.operators.base import Item
 from joins.operators.fk_join.protocol import (
     CombinedKey,
@@ -19,11 +21,9 @@ from joins.operators.fk_join.protocol import (
     ResponseMessage,
     SubscriptionMessage,
     SubscriptionWrapper,
-    canonical,
     value_hash,
 )
 from joins.operators.fk_join.spec import FkJoinRecord, FkJoinSpec, JoinType
-from joins.operators.versioned_table.store import make_store
 
 # Which instruction table the LHS uses.
 # - "kafka": Kafka Streams' (SubscriptionSendProcessorSupplier): an inner join asks for a null
@@ -49,7 +49,7 @@ class LeftChange:
 
     @property
     def foreign_key_changed(self) -> bool:
-        return canonical(self.old_fk) != canonical(self.new_fk)
+        return not keys_equal(self.old_fk, self.new_fk)
 
 
 def plan_subscriptions(join: JoinType, change: LeftChange,
@@ -102,7 +102,7 @@ class LeftSide:
         # Test-only switch: False joins every response with the current left value, which is
         # exactly the stale-result bug seed 004's hash exists to prevent.
         self.verify_hash = verify_hash
-        self.table = make_store(spec.left.versioned, spec.left.history_retention_ms or 0)
+        self.table = make_store(spec.left.versioned, spec.left.retention_ms)
         # Updates and responses that produced no result (reported, never silently lost).
         self.metrics: dict[str, int] = {
             "out_of_order_ignored": 0,
@@ -115,7 +115,7 @@ class LeftSide:
         self.traffic: dict[str, int] = {"subscriptions_sent": 0, "results_emitted": 0}
 
     def current_value(self, primary_key: Any) -> Any:
-        row = self.table.get(canonical(primary_key))
+        row = self.table.get(primary_key)
         return None if row is None else row.value
 
     def on_update(self, record: FkJoinRecord) -> list[SubscriptionMessage]:
@@ -124,13 +124,11 @@ class LeftSide:
         # Read the FK before touching state, so that a malformed row leaves the table unchanged.
         new_fk = None if new_value is None else self.spec.extract_foreign_key(new_value,
                                                                                index=record.i)
-        key = canonical(record.key)
-        old_value = self.current_value(record.key)
-        put = self.table.put(key, new_value, record.ts)
+        put = self.table.put(record.key, new_value, record.ts)
         if put.outcome == "expired":
             self.metrics["expired"] += 1
             return []
-        if put.outcome == "history":
+        if put.outcome == "out_of_order":
             # Seed 000 / KIP-914: an out-of-order update of a versioned table is kept as history
             # but triggers no join result, so no subscription either.
             self.metrics["out_of_order_ignored"] += 1
@@ -139,6 +137,7 @@ class LeftSide:
         if new_value is not None and new_fk is None and inner_kafka:
             # Kafka counts the row as dropped: it joins nothing and gets no answer of its own.
             self.metrics["null_foreign_key_skipped"] += 1
+        old_value = None if put.previous is None else put.previous.value
         change = LeftChange(
             old_present=old_value is not None,
             old_fk=None if old_value is None else self.spec.extract_foreign_key(old_value),

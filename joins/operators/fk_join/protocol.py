@@ -8,21 +8,20 @@ of a foreign key when that right row changes. Each subscription carries a hash o
 that caused it and each response echoes it back, so the LHS can recognise and discard a response
 computed for a left value that has since changed (seed 004, "Original Value Hash").
 
-Keys and values are JSON values; `canonical()` gives them one identity (JSON objects included).
+Keys and values are JSON values. Keys (primary and foreign) are compared by `joins.core.keys`
+(value and JSON type: the foreign key 1.0 does not reference the right key 1); a left value is
+hashed from its canonical JSON, as Kafka hashes its serialized bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-
-def canonical(value: Any) -> str:
-    """One text per JSON value, used as the identity of keys (objects compare by content)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+from joins.core.fields import canonical_json
+from joins.core.keys import KeyId, key_id
 
 
 def value_hash(value: Any) -> str | None:
@@ -30,7 +29,7 @@ def value_hash(value: Any) -> str | None:
     Kafka hashes the serialized new value and sends no hash for a delete."""
     if value is None:
         return None
-    return hashlib.blake2b(canonical(value).encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(canonical_json(value).encode(), digest_size=16).hexdigest()
 
 
 class Instruction(Enum):
@@ -63,13 +62,13 @@ class CombinedKey:
     primary_key: Any
 
     @property
-    def prefix(self) -> str:
-        return canonical(self.foreign_key)
+    def prefix(self) -> KeyId:
+        return key_id(self.foreign_key)
 
     @property
-    def sort_key(self) -> tuple[str, str]:
+    def sort_key(self) -> tuple[KeyId, KeyId]:
         # The order a byte-ordered store (RocksDB in Kafka) would scan: FK prefix, then PK.
-        return (self.prefix, canonical(self.primary_key))
+        return (self.prefix, key_id(self.primary_key))
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,7 @@ class SubscriptionMessage:
     ts: int
 
     @property
-    def partition(self) -> str:
+    def partition(self) -> KeyId:
         return self.key.prefix
 
 
@@ -113,4 +112,4 @@ class ResponseMessage:
     primary_key: Any
     value: SubscriptionResponseWrapper
     ts: int
-    source_partition: str
+    source_partition: KeyId

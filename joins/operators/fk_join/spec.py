@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr, field_validator, model_validator
+from pydantic import Field, StrictInt, StrictStr, field_validator, model_validator
 
-from joins.errors import ConfigError, InputRecordError
+from joins.core.keys import TableKey
+from joins.core.versioned import VersionedInput
+from joins.errors import InputRecordError
 from joins.spec import Record, Spec, parse_record
 
 OPERATOR = "fk_join"
@@ -30,22 +32,11 @@ JoinType = Literal["inner", "left"]
 Side = Literal["left", "right"]
 
 
-def _config_error(key: str, message: str) -> ConfigError:
-    return ConfigError(f"{OPERATOR}: invalid config: config.{key}: {message}")
-
-
-class TableSideSpec(Spec):
-    """One input table of the join: versioned (timestamp semantics) or not (arrival order)."""
-
-    versioned: StrictBool
-    history_retention_ms: StrictInt | None = Field(default=None, ge=0)
-
-
 class FkJoinSpec(Spec):
     join: JoinType
     foreign_key: StrictStr = Field(min_length=1)
-    left: TableSideSpec
-    right: TableSideSpec
+    left: VersionedInput
+    right: VersionedInput
 
     @field_validator("foreign_key")
     @classmethod
@@ -57,15 +48,8 @@ class FkJoinSpec(Spec):
 
     @model_validator(mode="after")
     def _retention_matches_versioning(self) -> FkJoinSpec:
-        for name, side in (("left", self.left), ("right", self.right)):
-            if side.versioned and side.history_retention_ms is None:
-                raise _config_error(f"{name}.history_retention_ms",
-                                    f"required when {name}.versioned is true (how much history "
-                                    f"the versioned table keeps)")
-            if not side.versioned and side.history_retention_ms is not None:
-                raise _config_error(f"{name}.history_retention_ms",
-                                    f"only meaningful for a versioned table ({name}.versioned is "
-                                    f"false); remove it or set {name}.versioned to true")
+        self.left.check(OPERATOR, "left.")
+        self.right.check(OPERATOR, "right.")
         return self
 
     @property
@@ -105,16 +89,9 @@ class FkJoinRecord(Record):
 
     i: StrictInt
     side: Side
-    key: Any = Field(...)
+    key: TableKey = Field(...)
     value: Any = Field(...)
     ts: StrictInt
-
-    @field_validator("key")
-    @classmethod
-    def _key_not_null(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("a table key must not be null")
-        return value
 
 
 def parse_fk_record(raw: Any, index: int) -> FkJoinRecord:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr, ValidationInfo, field_validator, model_validator
 
-from joins.errors import ConfigError, InputRecordError
+from joins.errors import ConfigError, InputRecordError, config_error
 from joins.spec import Record, Spec, parse_record
 from joins.sql import JoinConditionPlan, Side, analyze_join_condition
 from joins.sql.columns import validate_column_list
@@ -61,10 +61,12 @@ class IntervalJoinSpec(Spec):
     @model_validator(mode="after")
     def _analyse_condition(self) -> IntervalJoinSpec:
         # ConfigError is not a ValueError, so pydantic lets it through with its own message.
+        # The analysis names the setting first ("condition: ...", "left_columns: ...").
         try:
             _ = self.plan
         except ConfigError as exc:
-            raise ConfigError(f"{OPERATOR}: invalid config: config.{exc}") from None
+            key, _, message = str(exc).partition(": ")
+            raise config_error(OPERATOR, key, message) from None
         return self
 
     @cached_property

@@ -32,9 +32,17 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, REASON, TABLE_KEY
+from joins.operators.stream_table_join.prefix import (
+    BLOCK,
+    DEFAULT_BLOCK_ROWS,
+    P_BEFORE,
+    Block,
+    max_opt,
+    prefix_stream_time,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -42,10 +50,7 @@ if TYPE_CHECKING:
     from joins.operators.stream_table_join.spec import StreamTableJoinSpec
 
 CLASS = "_class"
-P_BEFORE = "_p_before"
-BLOCK = "_block"
 _SCAN_TS = "_scan_ts"
-_CARRY = "_carry"
 _NEW = "_new"
 _P_AFTER = "_p_after"
 _QBLOCK = "_qblock"
@@ -59,82 +64,7 @@ LATE_CLASS = "late"
 PUT = "put"          # put into the grace buffer
 JOINED = "joined"    # no grace: joined on arrival
 
-DEFAULT_BLOCK_ROWS = 1 << 16
-MAX_BLOCKS = 256
 _MIN_LONG = -(1 << 63)
-
-
-@dataclass(frozen=True)
-class Block:
-    """One contiguous range of arrival indices: the stream time entering it (`carry`) and
-    leaving it (`high`); None while no eligible record has been seen."""
-
-    index: int
-    carry: int | None
-    high: int | None
-
-
-@dataclass(frozen=True)
-class PrefixScan:
-    frame: DataFrame  # the input plus BLOCK and P_BEFORE
-    blocks: tuple[Block, ...]
-    stream_time_after: int | None
-
-
-def _max_opt(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    return a if b is None else max(a, b)
-
-
-def prefix_stream_time(df: DataFrame, *, ts_col: str, seq_col: str, stream_time_before: int | None,
-                       block_rows: int = DEFAULT_BLOCK_ROWS) -> PrefixScan:
-    """Adds P_BEFORE: max(stream_time_before, `ts_col` of every row with a smaller `seq_col`).
-    Null `ts_col` values are ignored (rows that are never put). `seq_col` must be unique."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    if block_rows < 1:
-        raise ValueError(f"block_rows must be >= 1, got {block_rows}")
-    spark = df.sparkSession
-    quoted = "`" + seq_col.replace("`", "``") + "`"
-
-    def block_maxima(width: int, offset: int) -> list[Any]:
-        blocked = df.withColumn(BLOCK, F.expr(f"({quoted} - {offset}L) div {width}L"))
-        # One more than allowed tells "too many blocks" without collecting them all.
-        return (blocked.groupBy(BLOCK).agg(F.max(ts_col).alias("m"))
-                .limit(MAX_BLOCKS + 1).collect())
-
-    # Dense arrival indices (the usual case) need one job: blocks of `block_rows` indices.
-    width, offset = block_rows, 0
-    rows = block_maxima(width, offset)
-    if len(rows) > MAX_BLOCKS:
-        # Sparse indices: widen the blocks to the batch's index range over MAX_BLOCKS.
-        span = df.agg(F.min(seq_col).alias("lo"), F.max(seq_col).alias("hi")).first()
-        assert span is not None and span["lo"] is not None
-        lo, hi = int(span["lo"]), int(span["hi"])
-        width, offset = max(block_rows, -(-(hi - lo + 1) // MAX_BLOCKS)), lo
-        rows = block_maxima(width, offset)
-    if not rows:
-        frame = (df.withColumn(BLOCK, F.lit(0).cast("long"))
-                 .withColumn(P_BEFORE, F.lit(stream_time_before).cast("long")))
-        return PrefixScan(frame, (), stream_time_before)
-    blocked = df.withColumn(BLOCK, F.expr(f"({quoted} - {offset}L) div {width}L"))
-    maxima = sorted((int(r[BLOCK]), r["m"]) for r in rows)
-    blocks: list[Block] = []
-    running = stream_time_before
-    for index, block_max in maxima:
-        high = _max_opt(running, None if block_max is None else int(block_max))
-        blocks.append(Block(index, running, high))
-        running = high
-    carries = spark.createDataFrame([(b.index, b.carry) for b in blocks],
-                                    f"{BLOCK} long, {_CARRY} long")
-    before_in_block = F.max(ts_col).over(
-        Window.partitionBy(BLOCK).orderBy(seq_col).rowsBetween(Window.unboundedPreceding, -1))
-    frame = (blocked.join(F.broadcast(carries), on=BLOCK, how="left")
-             .withColumn(P_BEFORE, F.greatest(F.col(_CARRY), before_in_block))
-             .drop(_CARRY))
-    return PrefixScan(frame, tuple(blocks), running)
 
 
 # Sentinel numbers fed to the reference processor to read its quarantine reason as a template:
@@ -205,41 +135,70 @@ def classify(new: DataFrame, spec: StreamTableJoinSpec, *, value_cols: list[str]
     return cls
 
 
-def decide(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
-           stream_cols: list[str], value_cols: list[str], ts: str, seq: str,
-           stream_time_before: int | None, block_rows: int = DEFAULT_BLOCK_ROWS) -> Decision:
-    """Decide a batch. `new` (the batch's stream records) and `buffer` (the grace buffer it
-    starts from) hold `stream_cols` plus TABLE_KEY."""
+@dataclass(frozen=True)
+class Scanned:
+    """A batch's new stream records with CLASS and P_BEFORE (step 1 and 2 above). With
+    `single_block` the blocks and the stream time after the batch are not known yet: the
+    caller's aggregate over `classified` gives the largest eligible ts (`single_block_blocks`)."""
+
+    classified: DataFrame
+    blocks: tuple[Block, ...]
+    stream_time_after: int | None
+    single_block: bool
+
+
+def scan_batch(new: DataFrame, spec: StreamTableJoinSpec, *, value_cols: list[str], ts: str,
+               seq: str, stream_time_before: int | None, block_rows: int = DEFAULT_BLOCK_ROWS,
+               seq_span: tuple[int, int] | None = None) -> Scanned:
+    """Classify a batch's new stream records (`new` holds the stream columns plus TABLE_KEY)."""
     from pyspark.sql import functions as F
 
     skipped = classify(new, spec, value_cols=value_cols)
     marked = new.withColumn(CLASS, skipped).withColumn(
         _SCAN_TS, F.when(F.col(CLASS).isNull(), F.col(ts)))
     scan = prefix_stream_time(marked, ts_col=_SCAN_TS, seq_col=seq,
-                              stream_time_before=stream_time_before, block_rows=block_rows)
+                              stream_time_before=stream_time_before, block_rows=block_rows,
+                              seq_span=seq_span)
     frame = scan.frame.drop(_SCAN_TS)
-    keep = [*stream_cols, TABLE_KEY]
     if spec.grace_ms is None:
         classified = frame.withColumn(CLASS, F.coalesce(F.col(CLASS), F.lit(JOINED)))
+    else:
+        is_late = F.col(P_BEFORE).isNotNull() & (F.col(ts) < F.col(P_BEFORE) - F.lit(spec.grace_ms))
+        classified = frame.withColumn(CLASS, F.coalesce(
+            F.col(CLASS), F.when(is_late, F.lit(LATE_CLASS)).otherwise(F.lit(PUT))))
+    return Scanned(classified, scan.blocks, scan.stream_time_after, scan.single_block)
+
+
+def single_block_blocks(stream_time_before: int | None,
+                        max_eligible_ts: int | None) -> tuple[tuple[Block, ...], int | None]:
+    """(blocks, stream time after) of a one-block batch from the largest ts of its eligible
+    records (late records never raise it: their ts is below stream time)."""
+    after = max_opt(stream_time_before, max_eligible_ts)
+    return ((Block(0, stream_time_before, after),) if after is not None else ()), after
+
+
+def resolve(classified: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
+            blocks: tuple[Block, ...], stream_time_after: int | None, stream_cols: list[str],
+            ts: str, seq: str) -> Decision:
+    """Step 3: what is joined (evicted and late-joined records), quarantined and kept."""
+    from pyspark.sql import functions as F
+
+    keep = [*stream_cols, TABLE_KEY]
+    if spec.grace_ms is None:
         to_join = classified.where(F.col(CLASS) == JOINED).select(
             *keep, F.col(seq).alias(EMIT_SEQ), F.lit(False).alias(LATE))
-        return Decision(classified, to_join, None, None, scan.stream_time_after, None)
+        return Decision(classified, to_join, None, None, stream_time_after, None)
 
     grace = spec.grace_ms
-    is_late = F.col(P_BEFORE).isNotNull() & (F.col(ts) < F.col(P_BEFORE) - F.lit(grace))
-    classified = frame.withColumn(
-        CLASS, F.coalesce(F.col(CLASS), F.when(is_late, F.lit(LATE_CLASS)).otherwise(F.lit(PUT))))
     late = classified.where(F.col(CLASS) == LATE_CLASS)
     puts = classified.where(F.col(CLASS) == PUT)
-
     pool_new = puts.select(*keep, F.lit(True).alias(_NEW),
                            F.greatest(F.col(P_BEFORE), F.col(ts)).alias(_P_AFTER))
     pool = pool_new
     if buffer is not None:
         pool = buffer.select(*keep, F.lit(False).alias(_NEW),
                              F.lit(None).cast("long").alias(_P_AFTER)).unionByName(pool_new)
-    st_after = scan.stream_time_after
-    bound = None if st_after is None else st_after - grace
+    bound = None if stream_time_after is None else stream_time_after - grace
 
     parts: list[DataFrame] = []
     if bound is not None:
@@ -248,7 +207,7 @@ def decide(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, 
         at_own_put = F.col(_NEW) & F.coalesce(x <= F.col(_P_AFTER), F.lit(False))
         parts.append(evicted.where(at_own_put).select(
             *keep, F.col(seq).alias(EMIT_SEQ), F.lit(False).alias(LATE)))
-        parts.append(_evicted_by_later_put(evicted.where(~at_own_put), puts, scan.blocks,
+        parts.append(_evicted_by_later_put(evicted.where(~at_own_put), puts, blocks,
                                            keep=keep, ts=ts, seq=seq, grace=grace))
     if spec.late == "join":
         parts.append(late.select(*keep, F.col(seq).alias(EMIT_SEQ), F.lit(True).alias(LATE)))
@@ -264,7 +223,20 @@ def decide(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, 
                                  F.col(P_BEFORE).alias("stream_time"),
                                  F.lit(grace).cast("long").alias("grace_ms"))
     remaining = pool if bound is None else pool.where(F.col(ts) > F.lit(bound))
-    return Decision(classified, to_join, quarantine, remaining.select(*stream_cols), st_after, bound)
+    return Decision(classified, to_join, quarantine, remaining.select(*stream_cols),
+                    stream_time_after, bound)
+
+
+def decide(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
+           stream_cols: list[str], value_cols: list[str], ts: str, seq: str,
+           stream_time_before: int | None, block_rows: int = DEFAULT_BLOCK_ROWS) -> Decision:
+    """Decide a batch in one call (`scan_batch` then `resolve`). `new` (the batch's stream
+    records) and `buffer` (the grace buffer it starts from) hold `stream_cols` plus TABLE_KEY."""
+    scanned = scan_batch(new, spec, value_cols=value_cols, ts=ts, seq=seq,
+                         stream_time_before=stream_time_before, block_rows=block_rows)
+    return resolve(scanned.classified, buffer, spec, blocks=scanned.blocks,
+                   stream_time_after=scanned.stream_time_after, stream_cols=stream_cols, ts=ts,
+                   seq=seq)
 
 
 def _evicted_by_later_put(queries: DataFrame, puts: DataFrame, blocks: tuple[Block, ...], *,

@@ -33,8 +33,10 @@ The rules, exactly as this processor applies them:
   Kafka Streams' behaviour; `late_joined`), `drop` (the KIP text; `late_dropped`) or `quarantine`
   (emitted as a quarantine item with a reason; `quarantined`).
 - The join looks up get(table_key, stream ts) in a versioned table, the latest by arrival in an
-  unversioned one. It emits `{"key": stream key, "value": [stream value, table value or null],
-  "ts": stream ts}`; an inner join emits nothing when the lookup is null (`inner_unmatched`).
+  unversioned one; table keys are equal by value and JSON type (`joins.core.keys`: the table key
+  1 does not answer a lookup of 1.0). It emits `{"key": stream key, "value": [stream value,
+  table value or null], "ts": stream ts}`; an inner join emits nothing when the lookup is null
+  (`inner_unmatched`).
 
 `metrics` counts every stream record that was skipped, dropped, quarantined, joined late, left
 unmatched by an inner join or still buffered, and every table record the table did not take, so
@@ -46,9 +48,9 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from joins.core.store import TableStore, VersionedStore, make_store
 from joins.operators.base import Item
 from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTableRecord
-from joins.operators.versioned_table.store import TableStore, VersionedStore, make_store
 
 METRIC_NAMES: tuple[str, ...] = (
     "skipped_null_value",       # stream records with a null value (Kafka skips them)
@@ -104,7 +106,7 @@ class StreamTableJoinProcessor:
 
     def __init__(self, spec: StreamTableJoinSpec) -> None:
         self.spec = spec
-        self.table: TableStore = make_store(spec.table.versioned, spec.table.history_retention_ms or 0)
+        self.table: TableStore = make_store(spec.table.versioned, spec.table.retention_ms)
         self.buffer: GraceBuffer | None = None if spec.grace_ms is None else GraceBuffer(spec.grace_ms)
         self.metrics: dict[str, int] = dict.fromkeys(METRIC_NAMES, 0)
 
@@ -171,8 +173,7 @@ class StreamTableJoinProcessor:
     def _lookup(self, table_key: Any, ts: int) -> Any:
         """get(key, ts) on a versioned table (seed 000), get(key) on an unversioned one."""
         if isinstance(self.table, VersionedStore):
-            bound = self.table.expiry_bound
-            if bound is not None and ts < bound:
+            if self.table.is_beyond_retention(ts):
                 self.metrics["lookup_beyond_history_retention"] += 1
             found = self.table.get(table_key, ts)
         else:

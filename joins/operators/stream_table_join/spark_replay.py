@@ -7,8 +7,9 @@ batch. Items come back in the reference engine's emission order: the output tabl
 row, the arrival index it was emitted after (`_emit_seq`) and the quarantine table the late
 record's own index, so sorting a batch's rows by (emitted after, ts, arrival) reproduces it.
 
-Keys and values are JSON in the scenario; in the tables they are canonical JSON text, so that
-equal JSON keys (an object, a number, a string) are equal strings in a Spark join.
+Keys and values are JSON in the scenario; in the tables keys are `joins.core.keys.key_text`, so
+that two keys are equal strings in a Spark join exactly when the reference engine takes them as
+one key (value and JSON type: 1 and 1.0 are two keys).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from joins import lake
+from joins.core.keys import key_text
 from joins.microbatch import cut_batches
 from joins.operators.base import Item
 from joins.operators.stream_table_join.columns import BATCH_ID, EMIT_SEQ, REASON, JoinColumns
@@ -37,25 +39,6 @@ REPLAY_COLUMNS = JoinColumns(stream_values=("value",), table_key_column=LOOKUP_K
 STREAM_SCHEMA = "key string, value string, ts long, event_date date, _seq long, lookup_key string"
 CHANGELOG_SCHEMA = "key string, value string, ts long, tombstone boolean, arrival long"
 SOURCE_ID = "replay"
-
-
-def _canonical(value: Any) -> Any:
-    # JSON numbers 1 and 1.0 are the same key (the reference's dict lookup agrees); booleans
-    # stay booleans (json.dumps keeps true and 1 apart).
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _canonical(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_canonical(v) for v in value]
-    return value
-
-
-def key_text(key: Any) -> str | None:
-    """A key as canonical JSON text; null stays SQL NULL (it joins nothing)."""
-    if key is None:
-        return None
-    return json.dumps(_canonical(key), sort_keys=True, separators=(",", ":"))
 
 
 def value_text(value: Any) -> str | None:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import Field, StrictInt, StrictStr, model_validator
 
-from joins.errors import ConfigError, InputRecordError
+from joins.core.versioned import VersionedInput
+from joins.errors import InputRecordError, config_error
 from joins.spec import Record, Spec, parse_record
 
 OPERATOR = "stream_table_join"
@@ -27,53 +28,32 @@ OPERATOR = "stream_table_join"
 LatePolicy = Literal["join", "drop", "quarantine"]
 
 
-def _config_error(key: str, message: str) -> ConfigError:
-    return ConfigError(f"{OPERATOR}: invalid config: config.{key}: {message}")
-
-
-class TableSpec(Spec):
-    versioned: StrictBool
-    # Required for a versioned table, refused for an unversioned one (it would mean nothing).
-    history_retention_ms: StrictInt | None = Field(default=None, ge=0)
-
-    @model_validator(mode="after")
-    def _retention_matches_versioning(self) -> TableSpec:
-        if self.versioned and self.history_retention_ms is None:
-            raise _config_error("table.history_retention_ms",
-                                "required when table.versioned is true (how much history the "
-                                "versioned table keeps)")
-        if not self.versioned and self.history_retention_ms is not None:
-            raise _config_error("table.history_retention_ms",
-                                "only meaningful for a versioned table (table.versioned is false); "
-                                "remove it or set table.versioned to true")
-        return self
-
-
 class StreamTableJoinSpec(Spec):
     join: Literal["inner", "left"]
-    table: TableSpec
+    table: VersionedInput
     grace_ms: StrictInt | None = Field(default=None, ge=0)
     late: LatePolicy = "join"
     table_key: StrictStr | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
-    def _grace_is_consistent(self) -> StreamTableJoinSpec:
+    def _settings_are_consistent(self) -> StreamTableJoinSpec:
+        self.table.check(OPERATOR, "table.")
         if self.grace_ms is not None:
             if not self.table.versioned:
                 # Buffered records are joined as of their own timestamp, which only a versioned
                 # table can answer (Kafka Streams refuses a grace period on an unversioned table).
-                raise _config_error("grace_ms", "a grace period needs a versioned table "
-                                    "(set table.versioned to true, or remove grace_ms)")
+                raise config_error(OPERATOR, "grace_ms", "a grace period needs a versioned table "
+                                   "(set table.versioned to true, or remove grace_ms)")
             retention = self.table.history_retention_ms
-            assert retention is not None  # TableSpec guarantees it for a versioned table
+            assert retention is not None  # table.check guarantees it for a versioned table
             if self.grace_ms > retention:
                 # A record held for grace_ms would be looked up beyond the table's history.
-                raise _config_error("grace_ms", f"grace_ms ({self.grace_ms}) must be <= "
-                                    f"table.history_retention_ms ({retention}): a buffered record "
-                                    f"would be looked up in history the table no longer keeps")
+                raise config_error(OPERATOR, "grace_ms", f"grace_ms ({self.grace_ms}) must be <= "
+                                   f"table.history_retention_ms ({retention}): a buffered record "
+                                   f"would be looked up in history the table no longer keeps")
         elif self.late != "join":
-            raise _config_error("late", f"late = {self.late!r} needs grace_ms: without a stream "
-                                "buffer no record is ever late, so the setting would do nothing")
+            raise config_error(OPERATOR, "late", f"late = {self.late!r} needs grace_ms: without a "
+                               "stream buffer no record is ever late, so the setting would do nothing")
         return self
 
     def lookup_key(self, stream_key: Any, stream_value: Any, *, index: int | None = None) -> Any:

@@ -20,17 +20,26 @@ log (one row per key per batch) read as "largest arrival per key".
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from joins import lake
+from joins.errors import ConfigError
 from joins.operators.stream_table_join.columns import (
     TABLE_KEY,
     TABLE_PREFIX,
     VALID_FROM,
     JoinColumns,
+    require,
 )
+from joins.operators.stream_table_join.state import UNVERSIONED_TABLE, JoinPaths
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
+
+    from joins.incremental import StepContext
+    from joins.lake import ChangeStats
+    from joins.operators.stream_table_join.spec import StreamTableJoinSpec
 
 # The versioned table's sequence columns (joins.operators.versioned_table layout).
 SEQ_BATCH = "batch_id"
@@ -64,7 +73,8 @@ def versioned_lookup(lookups: DataFrame, versions: DataFrame | None, *, cols: Jo
     `lookups` should be materialized (a checkpoint): the as-of join reads it more than once."""
     from pyspark.sql import functions as F
 
-    from joins.operators.stream_table_join.spark_batch import asof_join
+    from joins.asof import asof_join
+    from joins.spark import jvm
 
     if versions is None:
         return _null_lookup(lookups, value_types)
@@ -84,11 +94,24 @@ def versioned_lookup(lookups: DataFrame, versions: DataFrame | None, *, cols: Jo
                .agg(F.max_by(F.struct(F.col(ts), *(F.col(c) for c in payload)), order).alias(_WIN))
                .select(key, F.col(f"{_WIN}.{ts}").alias(ts),
                        *(F.col(f"{_WIN}.{c}").alias(c) for c in payload)))
-    # Materialized once, outside any cache: the as-of join reads the table several times (a
+    table = winners.select(key, ts, tomb, *(F.col(c).alias(table_value_name(c)) for c in value_cols))
+    if strategy == "auto" and jvm.unavailable_reason(lookups.sparkSession) is None:
+        # The narrowed table is about one row per looked-up key: the version index reads it
+        # once, in the one job that builds it (no checkpoint, no count: each a Spark job of a
+        # micro-batch's latency). Spark cannot size the filtered plan, so "auto" is not asked.
+        try:
+            return asof_join(lookups, table, stream_key=TABLE_KEY, stream_ts=cols.ts,
+                             table_key=key, table_ts=ts, how="left",
+                             table_value_cols=[table_value_name(c) for c in value_cols],
+                             history_retention_ms=history_retention_ms,
+                             table_stream_time=table_stream_time, tombstone_col=tomb,
+                             valid_from_col=VALID_FROM, strategy="index")
+        except ConfigError:
+            pass  # keys the index cannot take (floating point): the SQL plans below
+    # Materialized once, outside any cache: the SQL plans read the table several times (a
     # re-read would scan the history again), and a checkpoint, unlike a cached frame, cannot
     # be dropped from under it by the temporary views the join plans with.
-    table = winners.select(
-        key, ts, tomb, *(F.col(c).alias(table_value_name(c)) for c in value_cols)).localCheckpoint()
+    table = table.localCheckpoint()
     if strategy == "auto":
         # The narrowed table is about one row per looked-up key: shipped to every task, the
         # lookups are never shuffled. Spark's size estimate of a checkpoint cannot tell.
@@ -129,3 +152,105 @@ def unversioned_lookup(lookups: DataFrame, state: DataFrame | None, *, cols: Joi
                        F.col(cols.table_ts).alias(VALID_FROM)))
     joined = lookups.join(current, lookups[TABLE_KEY] == current["_state_key"], "left")
     return joined.drop("_state_key")
+
+
+# ---- the table side of one micro-batch ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableSide:
+    rows_in: int | None               # table rows the batch consumed
+    stream_time: int | None           # the versioned table's stream time after them
+    value_cols: tuple[str, ...]
+    lookups: DataFrame                # to_join rows + table_<value> columns + VALID_FROM
+    state_rows: DataFrame | None      # keyed-state rows to append (unversioned tables)
+
+
+def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
+                 to_join: DataFrame, strategy: Literal["auto", "broadcast", "shuffle"]) -> TableSide:
+    """Look `to_join` up in the table as the batch leaves it: the versioned table at the
+    plan's pinned version, or the keyed state plus the batch's own changelog rows."""
+    schema = ctx.schema("table")
+    probe = ctx.spark.createDataFrame([], schema)
+    value_cols = cols.resolve_table_values(probe)
+    value_types = {c: schema[c].dataType.simpleString() for c in value_cols}
+    where = f"table_source {ctx.source_path('table')!r}"
+    stats = ctx.change_stats("table")
+    if spec.table.versioned:
+        require(probe, [cols.table_key, cols.table_ts, cols.tombstone, SEQ_BATCH, SEQ_ARRIVAL],
+                what=f"versioned {where}")
+        rows_in, stream_time = _versioned_summary(ctx, cols, stats)
+        retention = spec.table.history_retention_ms
+        assert retention is not None  # the spec requires it for a versioned table
+        lookups = versioned_lookup(to_join, ctx.snapshot("table"), cols=cols, value_cols=value_cols,
+                                   value_types=value_types, history_retention_ms=retention,
+                                   table_stream_time=stream_time, strategy=strategy)
+        return TableSide(rows_in, stream_time, value_cols, lookups, None)
+    require(probe, [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival],
+            what=f"unversioned {where}")
+    keep = [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival, *value_cols]
+    combined = ctx.state(UNVERSIONED_TABLE, columns=keep)
+    batch_latest = None
+    rows_in = 0
+    if not ctx.range("table").empty:
+        changes = ctx.changes("table").select(*keep)
+        rows_in = stats.rows if stats is not None and stats.rows is not None else changes.count()
+        # The batch's own changes, last arrival per key: applied before its stream records.
+        batch_latest = latest_per_key(changes, cols=cols, value_cols=value_cols)
+        combined = batch_latest if combined is None else combined.unionByName(batch_latest)
+    lookups = unversioned_lookup(to_join, combined, cols=cols, value_cols=value_cols,
+                                 value_types=value_types)
+    return TableSide(rows_in, None, value_cols, lookups, batch_latest)
+
+
+def _versioned_summary(ctx: StepContext, cols: JoinColumns,
+                       stats: ChangeStats | None) -> tuple[int | None, int | None]:
+    """(rows the versioned table gained, its stream time after them). Stream time only grows,
+    so the max over the new versions and the previous stream time is exact. From the Delta
+    statistics of the new files when they hold it; else one aggregate."""
+    from pyspark.sql import functions as F
+
+    before = ctx.carry.get("table_stream_time")
+    if ctx.range("table").empty:
+        return 0, before
+    if stats is not None and stats.rows is not None and (stats.rows == 0 or cols.table_ts in stats.max):
+        new_max = stats.max.get(cols.table_ts)
+        rows: int | None = stats.rows
+    else:
+        try:
+            changes = ctx.changes("table")
+            row = changes.agg(F.count(F.lit(1)).alias("n"), F.max(cols.table_ts).alias("m")).first()
+        except lake.LakeError:
+            # A compaction rewrote the table inside the range, so its added rows are no
+            # changelog: read stream time from the pinned snapshot (one column) instead.
+            snap = ctx.snapshot("table", columns=[cols.table_ts])
+            row = snap.agg(F.lit(None).cast("long").alias("n"), F.max(cols.table_ts).alias("m")).first()
+        assert row is not None
+        new_max, rows = row["m"], None if row["n"] is None else int(row["n"])
+    new_max = None if new_max is None else int(new_max)
+    after = new_max if before is None else (before if new_max is None else max(before, new_max))
+    return rows, after
+
+
+def compact_unversioned_state(spark: SparkSession, paths: JoinPaths, cols: JoinColumns) -> int | None:
+    """Rewrite the keyed state of an unversioned table as one row per live key (the append log
+    grows by a row per key per batch). Content-preserving, one version-guarded overwrite run
+    between batches: the next plan simply reads the compacted version."""
+    from pyspark.sql import functions as F
+
+    version = lake.delta_version(paths.unversioned_table)
+    if version is None:
+        return None
+    state = lake.read_delta(spark, paths.unversioned_table, version=version)
+    value_cols = cols.resolve_table_values(state)
+    keep = [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival, *value_cols]
+    # A deleted key reads as absent either way, so its tombstone need not be kept.
+    live = latest_per_key(state.select(*keep), cols=cols, value_cols=value_cols).where(
+        ~F.col(cols.tombstone))
+    try:
+        info = lake.write_delta(live, paths.unversioned_table, mode="overwrite",
+                                expected_version=version,
+                                commit_message=f"stream_table_join: compact keyed state of version {version}")
+    except lake.ConcurrentCommitError:
+        return None  # a batch committed meanwhile: the next compaction takes it
+    return info.version

@@ -42,17 +42,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from joins.core.fields import MISSING, canonical_json, is_number, read_path
+from joins.core.keys import KeyId, key_id
+from joins.core.store import make_store
 from joins.errors import InputRecordError
 from joins.operators.base import Item
 from joins.operators.table_aggregate.spec import OPERATOR, TableAggregateSpec
-from joins.operators.table_filter.spec import (
-    MISSING,
-    TableRecord,
-    canonical_json,
-    is_number,
-    read_path,
-)
-from joins.operators.versioned_table.store import make_store
+from joins.operators.table_filter.spec import TableRecord
 
 METRIC_NAMES: tuple[str, ...] = (
     "out_of_order_ignored",     # versioned: older than the key's latest ts, not aggregated
@@ -65,7 +61,7 @@ KeyOrder = tuple[int, Any, str]
 
 def key_order(key: Any) -> KeyOrder:
     """The order in which a group's members are concatenated."""
-    spelling = canonical_json(key)
+    spelling = key_id(key)
     if is_number(key):
         return (0, key, spelling)
     if isinstance(key, str):
@@ -82,7 +78,7 @@ def render(part: Any) -> str:
 class Membership:
     """Where one input key's current value sits: its group and what it contributes."""
 
-    group_id: str
+    group_id: KeyId
     order: KeyOrder
     contribution: Any
 
@@ -90,7 +86,7 @@ class Membership:
 @dataclass
 class Group:
     key: Any
-    members: dict[str, Membership] = field(default_factory=dict)
+    members: dict[KeyId, Membership] = field(default_factory=dict)
     # ts of the group's last output; kept after the group empties so time never goes back.
     ts: int | None = None
 
@@ -101,9 +97,11 @@ class TableAggregateProcessor:
     def __init__(self, spec: TableAggregateSpec) -> None:
         self.spec = spec
         self._store = make_store(spec.versioned, spec.retention_ms)
-        self._groups: dict[str, Group] = {}
-        # input key (canonical JSON) -> group id of its current value
-        self._member_of: dict[str, str] = {}
+        # Groups and members are keyed by key identity (joins.core.keys): group keys 1 and 1.0
+        # are two groups, as they would be two keys of Kafka's repartition topic.
+        self._groups: dict[KeyId, Group] = {}
+        # input key id -> group id of its current value
+        self._member_of: dict[KeyId, KeyId] = {}
         self.metrics: dict[str, int] = dict.fromkeys(METRIC_NAMES, 0)
 
     def _bad(self, record: TableRecord, path: str | None, message: str) -> InputRecordError:
@@ -152,18 +150,18 @@ class TableAggregateProcessor:
         if put.outcome == "expired":
             self.metrics["expired"] += 1
             return []
-        if put.outcome == "history":
+        if put.outcome == "out_of_order":
             self.metrics["out_of_order_ignored"] += 1
             return []
-        member_id = canonical_json(record.key)
-        touched: list[str] = []
+        member_id = key_id(record.key)
+        touched: list[KeyId] = []
         old_group_id = self._member_of.pop(member_id, None)
         if old_group_id is not None:
             del self._groups[old_group_id].members[member_id]
             touched.append(old_group_id)
         if placement is not None:
             group_key, contribution = placement
-            group_id = canonical_json(group_key)
+            group_id = key_id(group_key)
             group = self._groups.setdefault(group_id, Group(key=group_key))
             group.members[member_id] = Membership(group_id, key_order(record.key), contribution)
             self._member_of[member_id] = group_id

@@ -19,8 +19,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
-from joins.errors import ConfigError
-from joins.operators.table_filter.spec import FieldPath, TableRecord, VersionedInputSpec
+from joins.core.fields import FieldPath
+from joins.core.versioned import VersionedInputSpec
+from joins.errors import config_error
+from joins.operators.table_filter.spec import TableRecord
 from joins.spec import Spec, parse_record
 
 OPERATOR = "table_aggregate"
@@ -31,10 +33,6 @@ WHOLE_VALUE = "value"
 AggregateFunction = Literal["count", "sum", "concat"]
 
 
-def _config_error(key: str, message: str) -> ConfigError:
-    return ConfigError(f"{OPERATOR}: invalid config: config.{key}: {message}")
-
-
 class AggregateSpec(Spec):
     function: AggregateFunction
     field: FieldPath | None = None
@@ -42,11 +40,11 @@ class AggregateSpec(Spec):
     @model_validator(mode="after")
     def _field_fits_function(self) -> AggregateSpec:
         if self.function == "sum" and self.field is None:
-            raise _config_error("aggregate.field", "required for sum (the numeric field of the "
-                                "value to add up)")
+            raise config_error(OPERATOR, "aggregate.field",
+                               "required for sum (the numeric field of the value to add up)")
         if self.function == "count" and self.field is not None:
-            raise _config_error("aggregate.field", "count counts the group's members and takes "
-                                "no field; remove it")
+            raise config_error(OPERATOR, "aggregate.field",
+                               "count counts the group's members and takes no field; remove it")
         return self
 
 

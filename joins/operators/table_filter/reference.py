@@ -3,9 +3,10 @@
 Kafka Streams' shape, which this processor mirrors: the table source keeps the input in a store;
 on each update it reads the key's current value (`get(key)`: the latest by arrival in an
 unversioned store, the latest by timestamp in a versioned one), puts the update, and forwards
-the change `(new value, old value, is_latest)`; an update the versioned store refuses as older
-than its history retention is not forwarded at all. The filter maps both sides of the change
-through the predicate (a value that fails it becomes null) and forwards the result.
+the change `(new value, old value, is_latest)` (here one put answers all three: the store's
+`PutResult` carries the previous value and the outcome); an update the versioned store refuses
+as older than its history retention is not forwarded at all. The filter maps both sides of the
+change through the predicate (a value that fails it becomes null) and forwards the result.
 
 Seed 002 (KIP-914): "table filter processors today have an optimization to drop null results if
 the previous result for the same key was also null. This optimization will be disabled if the
@@ -43,18 +44,10 @@ import operator
 from collections.abc import Callable
 from typing import Any, Literal
 
+from joins.core.fields import MISSING, is_number, json_equal, read_path
+from joins.core.store import make_store
 from joins.operators.base import Item
-from joins.operators.table_filter.spec import (
-    MISSING,
-    ORDERING_OPS,
-    PredicateSpec,
-    TableFilterSpec,
-    TableRecord,
-    is_number,
-    json_equal,
-    read_path,
-)
-from joins.operators.versioned_table.store import make_store
+from joins.operators.table_filter.spec import ORDERING_OPS, PredicateSpec, TableFilterSpec, TableRecord
 
 METRIC_NAMES: tuple[str, ...] = (
     "null_to_null_dropped",     # unversioned: old and new filtered values both null
@@ -110,18 +103,17 @@ class TableFilterProcessor:
         return value if verdict == "pass" else None
 
     def process(self, record: TableRecord) -> list[Item]:
-        previous = self._store.get(record.key)
         put = self._store.put(record.key, record.value, record.ts)
         if put.outcome == "expired":
             self.metrics["expired"] += 1
             return []
-        is_latest = put.outcome == "latest"
         new_value = self._filtered(record.value, count=True)
-        old_value = self._filtered(None if previous is None else previous.value, count=False)
+        old_value = self._filtered(None if put.previous is None else put.previous.value,
+                                   count=False)
         if not self.spec.versioned and new_value is None and old_value is None:
             self.metrics["null_to_null_dropped"] += 1
             return []
-        if not is_latest:
+        if put.outcome == "out_of_order":
             self.metrics["out_of_order_forwarded"] += 1
         return [{"key": record.key, "value": new_value, "old_value": old_value, "ts": record.ts,
-                 "is_latest": is_latest}]
+                 "is_latest": put.is_latest}]

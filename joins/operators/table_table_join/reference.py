@@ -9,9 +9,10 @@ result, but out-of-order records from the unversioned side will."
 
 The rules, exactly as this processor applies them:
 
-- Each side lives in its own store, versioned or not per its config. An update of side S reads
-  S's current value of the key (the old value: latest by timestamp if S is versioned, by arrival
-  if not), puts the update into S's store, then reads the other side's current value.
+- Each side lives in its own store, versioned or not per its config. An update of side S is put
+  into S's store, whose answer says whether it is the key's latest value and what S's current
+  value was before it (the old value: latest by timestamp if S is versioned, by arrival if not);
+  then the other side's current value is read.
 - A versioned side's update older than that side's latest ts for the key is still put into the
   store (it becomes history) but emits nothing, not even a tombstone (`out_of_order_ignored`).
   An update the versioned store refuses as older than its history retention emits nothing either
@@ -20,26 +21,26 @@ The rules, exactly as this processor applies them:
   inner needs both values, left needs the left value, outer needs either. If neither exists the
   update emits nothing; else it emits `{"key", "value": [left, right] | null, "ts"}`, a null value
   being a tombstone for a result that no longer exists (Kafka's sendOldValues tracking).
-- `ts` is the larger of the update's ts and the other side's latest ts for the key (the update's
-  ts when the other side has none). A versioned side remembers the ts of a latest tombstone, so
-  a delete on one side still bounds the timestamps of later results; an unversioned store forgets
-  a deleted key. This deliberately differs from Kafka Streams, whose value getter reads a
-  tombstone as "no value" and emits the update's own ts: there, (a, null)@9 from a right-side
-  delete at 9 can be followed by (a2, null)@6 from a left update at 6, and the seed's promise
-  that versioned join results never go back in time would not hold.
+- `ts` follows Kafka Streams (KTableKTable*Join and its value getters): the larger of the
+  update's ts and the ts of the other side's CURRENT value; where the other side has no current
+  value (never written, or deleted by a tombstone) only the update's ts counts. A versioned side
+  reads its latest tombstone as "no value", exactly as Kafka's versioned value getter does.
+- Keys are equal by value and JSON type (`joins.core.keys`): 1 and 1.0 are two keys.
 
-With both sides versioned the results of a key therefore have non-decreasing timestamps (each is
-the larger of the two sides' latest ts at that moment), and the last result of a key is always
-the join of the latest-by-timestamp values of both sides.
+So a key's results can go back in time even with both sides versioned: (a5, null)@9 from a
+right-side delete at 9 can be followed by (a6, null)@6 from an in-order left update at 6, since
+the deleted right side no longer holds a timestamp (`000_table_table_left_join_versioned_delete_ts`).
+The last result of a key is still the join of both sides' current values (latest by timestamp
+on a versioned side, latest by arrival on an unversioned one).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from joins.core.store import TableStore, make_store
 from joins.operators.base import Item
 from joins.operators.table_table_join.spec import Side, TableTableJoinRecord, TableTableJoinSpec
-from joins.operators.versioned_table.store import TableStore, make_store
 
 METRIC_NAMES: tuple[str, ...] = (
     "out_of_order_ignored",     # versioned side: older than the key's latest ts, no result
@@ -75,19 +76,16 @@ class TableTableJoinProcessor:
         return [left, right] if present else None
 
     def process(self, record: TableTableJoinRecord) -> list[Item]:
-        own = self._stores[record.side]
-        previous = own.get(record.key)
-        put = own.put(record.key, record.value, record.ts)
+        put = self._stores[record.side].put(record.key, record.value, record.ts)
         if put.outcome == "expired":
             self.metrics["expired"] += 1
             return []
-        if put.outcome == "history":
+        if put.outcome == "out_of_order":
             self.metrics["out_of_order_ignored"] += 1
             return []
-        other_store = self._stores[_OTHER[record.side]]
-        other = other_store.get(record.key)
+        other = self._stores[_OTHER[record.side]].get(record.key)
         other_value = None if other is None else other.value
-        old_value = None if previous is None else previous.value
+        old_value = None if put.previous is None else put.previous.value
 
         def oriented(value: Any) -> tuple[Any, Any]:
             return (value, other_value) if record.side == "left" else (other_value, value)
@@ -96,6 +94,5 @@ class TableTableJoinProcessor:
         new_result = self.join_value(*oriented(record.value))
         if old_result is None and new_result is None:
             return []
-        other_ts = other_store.latest_ts(record.key)
-        ts = record.ts if other_ts is None else max(record.ts, other_ts)
+        ts = record.ts if other is None else max(record.ts, other.valid_from)
         return [{"key": record.key, "value": new_result, "ts": ts}]

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt, model_validator
+from pydantic import Field, StrictInt, model_validator
 
-from joins.errors import ConfigError
-from joins.operators.table_filter.spec import TableKey
+from joins.core.keys import TableKey
+from joins.core.versioned import VersionedInput
 from joins.spec import Record, Spec, parse_record
 
 OPERATOR = "table_table_join"
@@ -26,39 +26,18 @@ JoinType = Literal["inner", "left", "outer"]
 Side = Literal["left", "right"]
 
 
-class TableSideSpec(Spec):
-    """How one input table is materialised: a versioned store (timestamp semantics) or an
-    unversioned one (arrival semantics)."""
-
-    versioned: StrictBool
-    history_retention_ms: StrictInt | None = Field(default=None, ge=0)
-
-    @property
-    def retention_ms(self) -> int:
-        """History retention for `make_store` (unused by an unversioned store)."""
-        return self.history_retention_ms or 0
-
-
 class TableTableJoinSpec(Spec):
     join: JoinType
-    left: TableSideSpec
-    right: TableSideSpec
+    left: VersionedInput
+    right: VersionedInput
 
     @model_validator(mode="after")
     def _retention_matches_versioning(self) -> TableTableJoinSpec:
-        # Checked here rather than in TableSideSpec so that the message names the side.
-        for name, side in (("left", self.left), ("right", self.right)):
-            if side.versioned and side.history_retention_ms is None:
-                raise ConfigError(f"{OPERATOR}: invalid config: config.{name}.history_retention_ms: "
-                                  f"required when {name}.versioned is true (how much history the "
-                                  f"versioned table keeps)")
-            if not side.versioned and side.history_retention_ms is not None:
-                raise ConfigError(f"{OPERATOR}: invalid config: config.{name}.history_retention_ms: "
-                                  f"only meaningful for a versioned table ({name}.versioned is "
-                                  f"false); remove it or set {name}.versioned to true")
+        self.left.check(OPERATOR, "left.")
+        self.right.check(OPERATOR, "right.")
         return self
 
-    def side(self, name: Side) -> TableSideSpec:
+    def side(self, name: Side) -> VersionedInput:
         return self.left if name == "left" else self.right
 
 

@@ -1,7 +1,8 @@
 """The `versioned_table` reference processor: a `VersionedStore` driven one op at a time.
 
 Seeds 000 and 002 (KIP-889/914): a versioned table keeps, per key, the versions of its value
-with the event time each became valid. The rules this operator pins (see `store.VersionedStore`):
+with the event time each became valid. The rules this operator pins (see
+`joins.core.store.VersionedStore`):
 
 - stream time is store-wide: the largest ts ever put, for any key;
 - a put older than stream time minus history retention is not stored (`"expired"`); a put at
@@ -11,14 +12,15 @@ with the event time each became valid. The rules this operator pins (see `store.
 - `get(key, as_of)` reads the version with the largest valid_from <= as_of; a tombstone reads as
   null; an `as_of` older than stream time minus history retention reads null, except that the
   latest version never expires (it answers whenever its ts <= as_of);
-- an empty string is a value, never a tombstone.
+- an empty string is a value, never a tombstone;
+- keys are equal by value and JSON type (`joins.core.keys`): 1 and 1.0 are two keys.
 """
 
 from __future__ import annotations
 
+from joins.core.store import VersionedStore
 from joins.operators.base import Item
 from joins.operators.versioned_table.spec import GetOp, PutOp, VersionedTableOp, VersionedTableSpec
-from joins.operators.versioned_table.store import VersionedStore
 
 
 class VersionedTableProcessor:

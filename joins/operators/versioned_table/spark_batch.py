@@ -195,11 +195,11 @@ def lookup_as_of(pairs: DataFrame, versions: DataFrame, layout: VersionedDeltaLa
     those pairs). `pair_key_columns` name the pairs' key columns, in the layout's key order
     (default: the same names).
 
-    Delegates to the stream-table join's skew-proof as-of join, so the table and the join agree
+    Delegates to the generic as-of join (joins.asof), so the table and the join agree
     on one implementation of the get rules."""
     from pyspark.sql import functions as F
 
-    from joins.operators.stream_table_join.spark_batch import asof_join
+    from joins.asof import asof_join
 
     pair_keys = list(pair_key_columns or layout.key_columns)
     if len(pair_keys) != len(layout.key_columns):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, StrictInt, field_validator
+from pydantic import ConfigDict, Field, StrictInt
 
+from joins.core.keys import TableKey
 from joins.spec import Record, Spec, parse_record
 
 OPERATOR = "versioned_table"
@@ -24,15 +25,8 @@ class VersionedTableSpec(Spec):
 
 class _KeyedOp(Record):
     i: StrictInt
-    key: Any
-
-    @field_validator("key")
-    @classmethod
-    def _key_not_null(cls, key: Any) -> Any:
-        # A store cannot hold a null key (Kafka throws); refusing it here names the record.
-        if key is None:
-            raise ValueError("key must not be null")
-        return key
+    # A store cannot hold a null key (Kafka throws); refusing it here names the record.
+    key: TableKey = Field(...)
 
 
 class PutOp(_KeyedOp):

@@ -32,8 +32,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * every task, and the stream is probed where it lies, with no shuffle and no sort of the stream.
  *
  * <p>Spark has no as-of join operator; this is one, written against Spark's row format so that
- * rows never leave the JVM. Called from Python (joins/operators/stream_table_join/spark_batch.py),
- * which validates the inputs and projects both sides into the layouts documented below.
+ * rows never leave the JVM. Called from Python (joins/asof/index.py), which validates the inputs
+ * and passes both sides' column positions.
  */
 public final class AsOfJoin {
   private AsOfJoin() {}
@@ -59,6 +59,8 @@ public final class AsOfJoin {
    *
    * @param retention history retention in ts units, when hasRetention
    * @param streamTime the table's stream time in ts units, when hasStreamTime; else its max ts
+   * @param nullTs, duplicate the messages of a null ts and of a (key, ts) seen twice (a
+   *     {@link RecordMessage} template each): both fail with IllegalArgumentException
    * @param keyCheckField -1 when keyOrd is the key itself; else keyOrd holds a 64-bit hash of the
    *     key and value field keyCheckField the key: two keys sharing a hash fail with HASH_COLLISION
    *     (the caller falls back to a plan without the index), and probes compare the key itself.
@@ -66,10 +68,11 @@ public final class AsOfJoin {
   public static Broadcast<VersionIndex> index(Dataset<Row> table, int keyOrd, int tsOrd, int tombOrd,
                                                List<Integer> valueOrds, List<String> valueNames,
                                                boolean hasRetention, long retention, boolean hasStreamTime,
-                                               long streamTime, String nullTsMessage, String duplicatePrefix,
-                                               String duplicateSuffix, int keyCheckField) {
+                                               long streamTime, List<String> nullTs, List<String> duplicate,
+                                               int keyCheckField) {
     org.apache.spark.sql.classic.Dataset<Row> t = (org.apache.spark.sql.classic.Dataset<Row>) table;
     StructField[] fields = t.schema().fields();
+    String timeZone = t.sparkSession().sessionState().conf().sessionLocalTimeZone();
     int keyCode = Columns.code(fields[keyOrd].dataType(), "the table key");
     int tsCode = Columns.code(fields[tsOrd].dataType(), "the table ts");
     int[] ords = valueOrds.stream().mapToInt(Integer::intValue).toArray();
@@ -80,11 +83,28 @@ public final class AsOfJoin {
       valueFields[i] = new StructField(valueNames.get(i), f.dataType(), true, f.metadata());
       valueTypes[i] = f.dataType();
     }
-    Layout layout = new Layout(keyOrd, keyCode, tsOrd, tsCode, tombOrd, ords, valueTypes, nullTsMessage);
+    // A hashed key is named by the key itself: the table's key column, a version's key copy.
+    int keyTextOrd = keyCheckField < 0 ? keyOrd : ords[keyCheckField];
+    Layout layout = new Layout(keyOrd, keyCode, tsOrd, tsCode, tombOrd, ords, valueTypes,
+        new RecordMessage(nullTs), new ValueText(keyTextOrd, fields[keyTextOrd].dataType(), timeZone));
     List<Run> runs = t.queryExecution().toRdd().toJavaRDD()
         .mapPartitions((Iterator<InternalRow> rows) -> Collections.singletonList(pack(rows, layout)).iterator())
         .collect();
-    Run all = merge(runs, duplicatePrefix, duplicateSuffix);
+    RecordMessage duplicateMessage = new RecordMessage(duplicate);
+    DataType tsType = fields[tsOrd].dataType();
+    Run all = merge(runs, (run, i) -> {
+      String key = Long.toString(run.keys[i]);
+      if (keyCheckField >= 0) {
+        // Equal hashes and equal ts: the same key twice, or two keys sharing a hash.
+        UnsafeRow version = pointTo(new UnsafeRow(valueTypes.length), run, i);
+        if (!sameKey(valueTypes, keyCheckField).eval(
+            new JoinedRow(pointTo(new UnsafeRow(valueTypes.length), run, i - 1), version))) {
+          return collision(run.keys[i]);
+        }
+        key = new ValueText(keyCheckField, valueTypes[keyCheckField], timeZone).of(version);
+      }
+      return new IllegalArgumentException(duplicateMessage.fill(key, ValueText.ts(run.ts[i], tsType, timeZone)));
+    });
     if (keyCheckField >= 0) checkNoCollision(all, valueTypes, keyCheckField);
     long maxTs = Long.MIN_VALUE;
     for (int i = 0; i < all.n; i++) maxTs = Math.max(maxTs, all.ts[i]);
@@ -105,10 +125,11 @@ public final class AsOfJoin {
     final int tombOrd;
     final int[] valueOrds;
     final DataType[] valueTypes;
-    final String nullTsMessage;
+    final RecordMessage nullTs;
+    final ValueText keyText;
 
     Layout(int keyOrd, int keyCode, int tsOrd, int tsCode, int tombOrd, int[] valueOrds, DataType[] valueTypes,
-           String nullTsMessage) {
+           RecordMessage nullTs, ValueText keyText) {
       this.keyOrd = keyOrd;
       this.keyCode = keyCode;
       this.tsOrd = tsOrd;
@@ -116,20 +137,26 @@ public final class AsOfJoin {
       this.tombOrd = tombOrd;
       this.valueOrds = valueOrds;
       this.valueTypes = valueTypes;
-      this.nullTsMessage = nullTsMessage;
+      this.nullTs = nullTs;
+      this.keyText = keyText;
     }
   }
 
   /**
    * The join: each stream row looks up the version of key keyOrd at ts tsOrd (integer or
    * timestamp columns, as the table's; a null key matches nothing, a null ts fails naming the
-   * field). Output: every stream column, then the index's value columns (null where no version
+   * field, nullTs a {@link RecordMessage} template). Output: every stream column, then the index's value columns (null where no version
    * answers; rows without an answer are dropped unless left).
    */
   public static Dataset<Row> probe(Dataset<Row> stream, int keyOrd, int tsOrd, Broadcast<VersionIndex> index,
-                                   boolean left, String nullTsMessage, int keyCheckOrd, int keyCheckField) {
+                                   boolean left, List<String> nullTs, int keyCheckOrd, int keyCheckField) {
     org.apache.spark.sql.classic.Dataset<Row> s = (org.apache.spark.sql.classic.Dataset<Row>) stream;
     StructField[] streamFields = s.schema().fields();
+    // A hashed key is named by the key itself (keyCheckOrd), not by its hash.
+    int keyTextOrd = keyCheckOrd < 0 ? keyOrd : keyCheckOrd;
+    ValueText keyText = new ValueText(keyTextOrd, streamFields[keyTextOrd].dataType(),
+        s.sparkSession().sessionState().conf().sessionLocalTimeZone());
+    RecordMessage nullTsMessage = new RecordMessage(nullTs);
     int keyCode = Columns.code(streamFields[keyOrd].dataType(), "the stream key");
     int tsCode = Columns.code(streamFields[tsOrd].dataType(), "the stream ts");
     List<StructField> out = new ArrayList<>(Arrays.asList(streamFields));
@@ -139,7 +166,7 @@ public final class AsOfJoin {
     // into an UnsafeRow before the next one is asked for, so no projection is needed here.
     RDD<InternalRow> rdd = s.queryExecution().toRdd().toJavaRDD().mapPartitions((Iterator<InternalRow> rows) ->
         (Iterator<InternalRow>) new BatchProbe(rows, index.value(), keyOrd, keyCode, tsOrd, tsCode, left,
-            nullTsMessage, keyCheck(streamFields, keyCheckOrd, keyCheckField))).rdd();
+            nullTsMessage, keyText, keyCheck(streamFields, keyCheckOrd, keyCheckField))).rdd();
     return s.sparkSession().internalCreateDataFrame(rdd, outSchema, false);
   }
 
@@ -153,10 +180,7 @@ public final class AsOfJoin {
 
   /** Versions sharing a hashed key must share the key itself. */
   static void checkNoCollision(Run all, DataType[] valueTypes, int keyCheckField) {
-    DataType type = valueTypes[keyCheckField];
-    BasePredicate same = Predicate.create(new EqualNullSafe(new BoundReference(keyCheckField, type, true),
-        new BoundReference(valueTypes.length + keyCheckField, type, true)));
-    same.initialize(0);
+    BasePredicate same = sameKey(valueTypes, keyCheckField);
     UnsafeRow first = new UnsafeRow(valueTypes.length);
     UnsafeRow other = new UnsafeRow(valueTypes.length);
     JoinedRow pair = new JoinedRow();
@@ -166,12 +190,28 @@ public final class AsOfJoin {
         start = i;
         continue;
       }
-      first.pointTo(all.values, Platform.BYTE_ARRAY_OFFSET + all.offsets[start], all.offsets[start + 1] - all.offsets[start]);
-      other.pointTo(all.values, Platform.BYTE_ARRAY_OFFSET + all.offsets[i], all.offsets[i + 1] - all.offsets[i]);
-      if (!same.eval(pair.apply(first, other))) {
-        throw new IllegalStateException("HASH_COLLISION: two table keys share the 64-bit hash " + all.keys[i]);
-      }
+      if (!same.eval(pair.apply(pointTo(first, all, start), pointTo(other, all, i)))) throw collision(all.keys[i]);
     }
+  }
+
+  /** (version ++ version) -> whether both carry the same key (null-safe, as the probe compares). */
+  static BasePredicate sameKey(DataType[] valueTypes, int keyCheckField) {
+    DataType type = valueTypes[keyCheckField];
+    BasePredicate same = Predicate.create(new EqualNullSafe(new BoundReference(keyCheckField, type, true),
+        new BoundReference(valueTypes.length + keyCheckField, type, true)));
+    same.initialize(0);
+    return same;
+  }
+
+  /** The caller (joins/asof) falls back to a plan without the index on this message. */
+  static IllegalStateException collision(long hash) {
+    return new IllegalStateException("HASH_COLLISION: two table keys share the 64-bit hash " + hash);
+  }
+
+  /** row pointed at version i's value columns. */
+  static UnsafeRow pointTo(UnsafeRow row, Run run, int i) {
+    row.pointTo(run.values, Platform.BYTE_ARRAY_OFFSET + run.offsets[i], run.offsets[i + 1] - run.offsets[i]);
+    return row;
   }
 
   static Run pack(Iterator<InternalRow> rows, Layout layout) {
@@ -191,7 +231,7 @@ public final class AsOfJoin {
     while (rows.hasNext()) {
       InternalRow r = rows.next();
       if (r.isNullAt(layout.keyOrd)) continue;  // a null key matches nothing
-      if (r.isNullAt(layout.tsOrd)) throw new IllegalArgumentException(layout.nullTsMessage);
+      if (r.isNullAt(layout.tsOrd)) throw new IllegalArgumentException(layout.nullTs.fill(layout.keyText.of(r), null));
       if (n == cap) {
         cap *= 2;
         keys = Arrays.copyOf(keys, cap);
@@ -239,8 +279,13 @@ public final class AsOfJoin {
     return run;
   }
 
-  /** Merges sorted runs into one; a (key, ts) seen twice fails with the caller's message. */
-  static Run merge(List<Run> runs, String duplicatePrefix, String duplicateSuffix) {
+  /** What a (key, ts) seen twice at positions i - 1 and i of the merged run fails with. */
+  interface Duplicate {
+    RuntimeException at(Run merged, int i);
+  }
+
+  /** Merges sorted runs into one; a (key, ts) seen twice fails with duplicate's exception. */
+  static Run merge(List<Run> runs, Duplicate duplicate) {
     int n = 0;
     long bytes = 0;
     for (Run r : runs) {
@@ -282,7 +327,7 @@ public final class AsOfJoin {
       used += len;
       all.offsets[i + 1] = used;
       if (i > 0 && all.keys[i] == all.keys[i - 1] && all.ts[i] == all.ts[i - 1]) {
-        throw new IllegalArgumentException(duplicatePrefix + all.keys[i] + ", " + all.ts[i] + duplicateSuffix);
+        throw duplicate.at(all, i);
       }
       cursor[ri] = c + 1;
       if (c + 1 < r.n) heads.add(ri);

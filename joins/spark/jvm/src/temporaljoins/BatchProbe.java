@@ -31,7 +31,8 @@ final class BatchProbe implements Iterator<InternalRow> {
   private final int tsOrd;
   private final int tsCode;
   private final boolean left;
-  private final String nullTsMessage;
+  private final RecordMessage nullTs;
+  private final ValueText keyText;  // names a record by its key
   private final BasePredicate sameKey;  // null unless keys are hashed: then the key itself must match
   private final InternalRow[] batch = new InternalRow[BATCH];
   private final long[] ranges = new long[BATCH];
@@ -44,7 +45,7 @@ final class BatchProbe implements Iterator<InternalRow> {
   private int sink;  // keeps the touch pass from being optimised away
 
   BatchProbe(Iterator<InternalRow> rows, VersionIndex index, int keyOrd, int keyCode, int tsOrd, int tsCode,
-             boolean left, String nullTsMessage, Expression keyCheck) {
+             boolean left, RecordMessage nullTs, ValueText keyText, Expression keyCheck) {
     this.rows = rows;
     this.index = index;
     this.keyOrd = keyOrd;
@@ -52,7 +53,8 @@ final class BatchProbe implements Iterator<InternalRow> {
     this.tsOrd = tsOrd;
     this.tsCode = tsCode;
     this.left = left;
-    this.nullTsMessage = nullTsMessage;
+    this.nullTs = nullTs;
+    this.keyText = keyText;
     if (keyCheck == null) {
       this.sameKey = null;
     } else {
@@ -72,7 +74,7 @@ final class BatchProbe implements Iterator<InternalRow> {
     for (int i = 0; i < size; i++) {
       InternalRow r = batch[i];
       // A row that cannot be placed in time is never dropped silently.
-      if (r.isNullAt(tsOrd)) throw new IllegalArgumentException(nullTsMessage);
+      if (r.isNullAt(tsOrd)) throw new IllegalArgumentException(nullTs.fill(keyText.of(r), null));
       ranges[i] = r.isNullAt(keyOrd) ? -1 : index.range(Columns.read(r, keyOrd, keyCode));
     }
     for (int i = 0; i < size; i++) {

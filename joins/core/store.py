@@ -2,10 +2,14 @@
 
 `VersionedStore` keeps event-time history per key under one store-wide stream time; history
 retention doubles as the store's grace period. `KeyValueStore` is the unversioned store:
-latest by arrival (offset), timestamps carried but not used to order.
+latest by arrival (offset), timestamps carried but not used to order. Keys are indexed by
+`joins.core.keys.key_id` (1 and 1.0 are two keys).
 
-Both implement the small `TableStore` protocol so that join processors do not care which one
-they hold; the processors decide what "out of order" means from `is_versioned`.
+Both implement `TableStore`, and a put answers, once, everything a processor needs to know about
+the record it stored (`PutResult`): whether it is the key's new `latest` value, `out_of_order`
+(a versioned store filed it as history: it is older than the key's latest ts) or `expired`
+(older than stream time minus history retention: not stored), and the key's value before the
+put. Processors decide on that answer and never compare timestamps themselves.
 """
 
 from __future__ import annotations
@@ -14,8 +18,12 @@ import bisect
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from joins.core.keys import KeyId, key_id
+
 # A tombstone is a JSON null value. An empty string is a value, never a tombstone.
 TOMBSTONE = None
+
+PutOutcome = Literal["latest", "out_of_order", "expired"]
 
 
 @dataclass(frozen=True)
@@ -29,14 +37,28 @@ class VersionedRecord:
 
 @dataclass(frozen=True)
 class PutResult:
-    """What a put did: stored as the latest version, stored as history (with its valid_to),
-    or not stored because it is older than stream time minus history retention."""
+    """What a put did.
 
-    outcome: Literal["latest", "history", "expired"]
+    - `outcome`: `latest` (the key's current value now; an equal ts replaces and counts as
+      latest), `out_of_order` (stored as history, valid until `valid_to`) or `expired` (not
+      stored: older than stream time minus history retention). An unversioned store's puts are
+      always `latest`.
+    - `previous`: the key's current value before the put (latest by ts in a versioned store, by
+      arrival in an unversioned one), None when absent or deleted. A put that is not `latest`
+      leaves it current.
+    """
+
+    outcome: PutOutcome
+    previous: VersionedRecord | None = None
     valid_to: int | None = None
 
+    @property
+    def is_latest(self) -> bool:
+        return self.outcome == "latest"
+
     def as_item(self) -> Any:
-        if self.outcome == "history":
+        """The scenario format's put item: "latest", {"valid_to": T} or "expired"."""
+        if self.outcome == "out_of_order":
             return {"valid_to": self.valid_to}
         return self.outcome
 
@@ -47,20 +69,6 @@ class TableStore(Protocol):
     def put(self, key: Any, value: Any, ts: int) -> PutResult: ...
 
     def get(self, key: Any, as_of: int | None = None) -> VersionedRecord | None: ...
-
-    def latest_ts(self, key: Any) -> int | None: ...
-
-
-def _hashable(key: Any) -> Any:
-    # Keys may be JSON objects (dicts/lists); freeze them so they can index a dict. Booleans are
-    # tagged because Python equates True with 1 (and False with 0), while JSON keys do not.
-    if isinstance(key, bool):
-        return ("__bool__", key)
-    if isinstance(key, dict):
-        return ("__obj__", tuple(sorted((k, _hashable(v)) for k, v in key.items())))
-    if isinstance(key, list):
-        return ("__list__", tuple(_hashable(v) for v in key))
-    return key
 
 
 class VersionedStore:
@@ -84,8 +92,8 @@ class VersionedStore:
             raise ValueError("history_retention_ms must be >= 0")
         self.history_retention_ms = history_retention_ms
         self.stream_time: int | None = None
-        # key -> (sorted valid_from list, values aligned with it)
-        self._versions: dict[Any, tuple[list[int], list[Any]]] = {}
+        # key id -> (sorted valid_from list, values aligned with it)
+        self._versions: dict[KeyId, tuple[list[int], list[Any]]] = {}
 
     @property
     def expiry_bound(self) -> int | None:
@@ -94,34 +102,40 @@ class VersionedStore:
             return None
         return self.stream_time - self.history_retention_ms
 
-    def put(self, key: Any, value: Any, ts: int) -> PutResult:
+    def is_beyond_retention(self, ts: int) -> bool:
+        """Is `ts` older than stream time minus history retention (a put there expires, a get
+        there is answered by the latest version only)?"""
         bound = self.expiry_bound
-        if bound is not None and ts < bound:
-            return PutResult("expired")
+        return bound is not None and ts < bound
+
+    def put(self, key: Any, value: Any, ts: int) -> PutResult:
+        previous = self.get(key)
+        if self.is_beyond_retention(ts):
+            return PutResult("expired", previous)
         self.stream_time = ts if self.stream_time is None else max(self.stream_time, ts)
-        times, values = self._versions.setdefault(_hashable(key), ([], []))
+        kid = key_id(key)
+        times, values = self._versions.setdefault(kid, ([], []))
         pos = bisect.bisect_left(times, ts)
         if pos < len(times) and times[pos] == ts:
             values[pos] = value
         else:
             times.insert(pos, ts)
             values.insert(pos, value)
-        self._cleanup(_hashable(key))
-        times, values = self._versions[_hashable(key)]
+        self._cleanup(kid)
+        times, values = self._versions[kid]
         pos = bisect.bisect_left(times, ts)
         if pos == len(times) - 1:
-            return PutResult("latest")
-        return PutResult("history", valid_to=times[pos + 1])
+            return PutResult("latest", previous)
+        return PutResult("out_of_order", previous, valid_to=times[pos + 1])
 
     def get(self, key: Any, as_of: int | None = None) -> VersionedRecord | None:
-        entry = self._versions.get(_hashable(key))
+        entry = self._versions.get(key_id(key))
         if not entry:
             return None
         times, values = entry
         if as_of is None:
             return None if values[-1] is TOMBSTONE else VersionedRecord(values[-1], times[-1], None)
-        bound = self.expiry_bound
-        if bound is not None and as_of < bound:
+        if self.is_beyond_retention(as_of):
             # Beyond history retention only the latest version answers; it never expires.
             if times[-1] <= as_of and values[-1] is not TOMBSTONE:
                 return VersionedRecord(values[-1], times[-1], None)
@@ -132,15 +146,11 @@ class VersionedStore:
         valid_to = times[pos + 1] if pos + 1 < len(times) else None
         return VersionedRecord(values[pos], times[pos], valid_to)
 
-    def latest_ts(self, key: Any) -> int | None:
-        entry = self._versions.get(_hashable(key))
-        return entry[0][-1] if entry else None
-
-    def _cleanup(self, hkey: Any) -> None:
+    def _cleanup(self, kid: KeyId) -> None:
         # A history version whose validity ended at or before the expiry bound can never be read
         # again (older as_of values read only the latest version), so its space is reclaimed.
         bound = self.expiry_bound
-        times, values = self._versions[hkey]
+        times, values = self._versions[kid]
         if bound is None:
             return
         drop = 0
@@ -157,24 +167,21 @@ class KeyValueStore:
     is_versioned = False
 
     def __init__(self) -> None:
-        self._data: dict[Any, tuple[Any, int]] = {}
+        self._data: dict[KeyId, tuple[Any, int]] = {}
 
     def put(self, key: Any, value: Any, ts: int) -> PutResult:
-        hkey = _hashable(key)
+        previous = self.get(key)
+        kid = key_id(key)
         if value is TOMBSTONE:
-            self._data.pop(hkey, None)
+            self._data.pop(kid, None)
         else:
-            self._data[hkey] = (value, ts)
-        return PutResult("latest")
+            self._data[kid] = (value, ts)
+        return PutResult("latest", previous)
 
     def get(self, key: Any, as_of: int | None = None) -> VersionedRecord | None:
         # Unversioned: as_of is ignored, the lookup is by arrival (seed 000: plain get(key)).
-        entry = self._data.get(_hashable(key))
+        entry = self._data.get(key_id(key))
         return None if entry is None else VersionedRecord(entry[0], entry[1], None)
-
-    def latest_ts(self, key: Any) -> int | None:
-        entry = self._data.get(_hashable(key))
-        return None if entry is None else entry[1]
 
 
 def make_store(versioned: bool, history_retention_ms: int) -> TableStore:

@@ -1,11 +1,12 @@
-"""Where a join spec's data lives under the lake root.
+"""Where a pipeline's data lives under the lake root.
 
     <root>/landing/<source>        landing files (unless the source names another folder)
-    <root>/tables/<source>         the versioned table (table source) / the events table (stream)
+    <root>/tables/<source>         the source's Delta table (versioned table or events table)
     <root>/quarantine/<source>     input rows not stored, with the reason
     <root>/manifests/<source>      which landing files each ingest batch took
-    <root>/leases/<source>         the writer lease: one ingest of the source at a time
-    <root>/joins/<join>/           the join: output (by event_date), quarantine, buffer, checkpoints
+    <root>/leases/<source>         the ingest's writer lease (one ingest of a source at a time)
+    <root>/joins/<join>/           the join (joins.incremental.layout): output, quarantine,
+                                   state, checkpoints, lease
 """
 
 from __future__ import annotations
@@ -14,23 +15,20 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from assets.specs import JoinSpec, SourceSpec
+from joins.incremental.layout import JoinRoot
+from joins.pipeline.sources import SourceSpec
 
 if TYPE_CHECKING:
     from joins.ingest import IngestSource
-    from resources.lake import LakeResource
+    from joins.pipeline.spec import PipelineInput, PipelineSpec
 
 
 @dataclass(frozen=True)
-class JoinLayout:
-    """Absolute paths (or URIs) of every folder and Delta table of one join spec."""
+class PipelineLayout:
+    """Absolute paths (or URIs) of every folder and Delta table of one pipeline spec."""
 
     root: str
-    spec: JoinSpec
-
-    @classmethod
-    def of(cls, lake: LakeResource, spec: JoinSpec) -> JoinLayout:
-        return cls(lake.root_path(), spec)
+    spec: PipelineSpec
 
     def _under(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
@@ -54,38 +52,34 @@ class JoinLayout:
     def lease(self, source: SourceSpec) -> str:
         return self._under("leases", source.name)
 
-    def ingest_source(self, source: SourceSpec) -> IngestSource:
-        """The ingest engine's view of one of the spec's sources."""
+    def input_table(self, role: str) -> str:
+        return self.table(self.spec.input(role).source)
+
+    def ingest_source(self, item: PipelineInput) -> IngestSource:
+        """The ingest engine's view of one of the spec's inputs."""
         from joins.ingest import IngestSource
 
-        is_table = source.name == self.spec.table.name
+        source = item.source
+        versioned = item.kind == "versioned"
         return IngestSource(
-            name=source.name, kind="table" if is_table else "stream", landing=self.landing(source),
+            name=source.name, kind="table" if versioned else "stream", landing=self.landing(source),
             spec=source.landing_spec(), table=self.table(source),
             quarantine=self.quarantine(source), manifest=self.manifest(source),
             lease=self.lease(source),
-            history_retention_ms=self.spec.history_retention_ms if is_table else None)
+            history_retention_ms=item.history_retention_ms if versioned else None)
+
+    @property
+    def join(self) -> JoinRoot:
+        return JoinRoot(self._under("joins", self.spec.name))
 
     @property
     def join_root(self) -> str:
-        return self._under("joins", self.spec.name)
+        return self.join.root
 
     @property
     def output(self) -> str:
-        from assets.engine import join_paths
-
-        return join_paths(self.join_root).output
+        return self.join.output
 
     @property
     def join_quarantine(self) -> str:
-        from assets.engine import join_paths
-
-        return join_paths(self.join_root).quarantine
-
-    @property
-    def stream_events(self) -> str:
-        return self.table(self.spec.stream)
-
-    @property
-    def table_versions(self) -> str:
-        return self.table(self.spec.table)
+        return self.join.quarantine

@@ -1,0 +1,98 @@
+"""The "index" strategy: the table becomes a version index in the JVM (temporaljoins.AsOfJoin,
+joins/spark/jvm), sorted by (key, ts) and broadcast; each stream partition answers its rows by
+binary search where they lie. The fastest strategy by far (bench/asof_join.py), with the same
+answers as the SQL plans by the same rules: the index applies tombstones and the retention bound.
+
+Columns are passed by position and read in the JVM (integer ts as is, timestamps as their
+microseconds): no projection in front of either side. Integer keys are the index's keys; any
+other key (a string, a composite key's struct) is hashed to 64 bits on both sides, carried along
+with each version and compared on every answer, so a hash shared with a stream key absent from
+the table never answers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from joins.asof.errors import duplicate_version, engine_error, jvm_template, null_ts
+from joins.asof.plan import RESERVED_PREFIX, AsOfPlan, saturate
+from joins.asof.sql import ident
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_HASHED = f"{RESERVED_PREFIX}hashed_key"
+_KEY_COPY = f"{RESERVED_PREFIX}key"
+
+
+def index_unusable(plan: AsOfPlan, stream: DataFrame, table: DataFrame) -> str | None:
+    """Why the JVM index cannot run this join, or None when it can."""
+    from joins.spark import jvm
+
+    if not plan.integral_keys:
+        stream_key = stream.schema[plan.lookup_key].dataType.simpleString()
+        table_key = table.schema[plan.table_key].dataType.simpleString()
+        if stream_key != table_key:
+            # Other keys are hashed, and equal values of different types hash differently.
+            return f"the stream key is {stream_key} and the table key {table_key}"
+        if any(t in table_key for t in ("float", "double", "map<")):
+            # -0.0 = 0.0 and NaN = NaN in joins but not in a hash; maps have no hash at all.
+            return f"the index cannot hash keys of type {table_key}"
+    stream_type = stream.schema[plan.stream_ts].dataType.typeName()
+    table_type = table.schema[plan.table_ts].dataType.typeName()
+    if plan.ts_kind == "timestamp" and stream_type != table_type:
+        # timestamp vs timestamp_ntz compare through the session time zone; the SQL plans do that.
+        return f"the stream ts is {stream_type} and the table ts {table_type}"
+    return jvm.unavailable_reason(stream.sparkSession)
+
+
+def _with_hash(df: DataFrame, col: str) -> DataFrame:
+    c = ident(col)
+    return df.selectExpr("*", f"CASE WHEN {c} IS NULL THEN NULL ELSE xxhash64({c}) END AS {_HASHED}")
+
+
+def index_join(plan: AsOfPlan, stream: DataFrame, table: DataFrame) -> DataFrame:
+    """The join through the index: the table is indexed now (one Spark job) and broadcast; the
+    probe stays lazy. A bad table record fails here, as InputRecordError; a hash collision as
+    HashCollision (the caller then uses a SQL plan)."""
+    from pyspark.sql import DataFrame as _DataFrame
+
+    from joins.spark import jvm
+
+    spark = stream.sparkSession
+    if not plan.integral_keys:
+        stream, table = _with_hash(stream, plan.lookup_key), _with_hash(table, plan.table_key)
+    stream_cols, table_cols = stream.columns, table.columns
+    value_ords = [table_cols.index(c) for c in plan.value_cols]
+    value_names = list(plan.value_cols)
+    if plan.valid_from_col is not None:
+        value_ords.append(table_cols.index(plan.table_ts))
+        value_names.append(plan.valid_from_col)
+    key_check_field = -1
+    if not plan.integral_keys:
+        key_check_field = len(value_ords)
+        value_ords.append(table_cols.index(plan.table_key))
+        value_names.append(_KEY_COPY)
+    index_key = _HASHED if not plan.integral_keys else plan.table_key
+    probe_key = _HASHED if not plan.integral_keys else plan.lookup_key
+    unit = plan.time_unit
+    retention = plan.history_retention_ms
+    stream_time = plan.table_stream_time
+    entry = jvm.entry(spark)
+    try:
+        index = entry.index(
+            table._jdf, table_cols.index(index_key), table_cols.index(plan.table_ts),
+            table_cols.index(plan.tombstone_col) if plan.tombstone_col else -1, value_ords, value_names,
+            retention is not None, saturate((retention or 0) * unit),
+            stream_time is not None, saturate((stream_time or 0) * unit),
+            jvm_template(null_ts(plan, "table")), jvm_template(duplicate_version(plan)), key_check_field)
+    except Exception as exc:
+        error = engine_error(exc)
+        if error is exc:
+            raise
+        raise error from None
+    joined = _DataFrame(entry.probe(
+        stream._jdf, stream_cols.index(probe_key), stream_cols.index(plan.stream_ts), index,
+        plan.how == "left", jvm_template(null_ts(plan, "stream")),
+        stream_cols.index(plan.lookup_key) if not plan.integral_keys else -1, key_check_field), spark)
+    return joined if plan.integral_keys else joined.drop(_HASHED, _KEY_COPY)

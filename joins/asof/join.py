@@ -1,0 +1,155 @@
+"""`asof_join`, the public entry: validates the join, picks a strategy and runs it; and the
+inspection of the SQL plans' buckets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from joins.asof.errors import HashCollision
+from joins.asof.index import index_join, index_unusable
+from joins.asof.plan import (
+    DEFAULT_BROADCAST_MAX_BYTES,
+    DEFAULT_VERSIONS_PER_BUCKET,
+    RESERVED_PREFIX,
+    JoinHow,
+    Strategy,
+    config_error,
+    table_only_plan,
+    validate,
+)
+from joins.asof.sql import join_sql, run_sql, table_ctes
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def _estimated_bytes(df: DataFrame) -> int | None:
+    """Spark's size estimate of a plan, or None where it is not reachable (Spark Connect)."""
+    try:
+        size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+    except Exception:
+        return None
+    # py4j hands a Scala BigInt over as a Python int; older bridges as a JavaObject.
+    return size if isinstance(size, int) else int(size.toString())
+
+
+def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts: str, table_key: str,
+              table_ts: str, how: JoinHow = "inner", table_value_cols: Sequence[str] | None = None,
+              history_retention_ms: int | None = None, table_stream_time: int | None = None,
+              tombstone_col: str | None = None, table_key_from: str | None = None,
+              valid_from_col: str | None = "table_valid_from",
+              versions_per_bucket: int = DEFAULT_VERSIONS_PER_BUCKET, strategy: Strategy = "auto",
+              broadcast_max_bytes: int = DEFAULT_BROADCAST_MAX_BYTES) -> DataFrame:
+    """Join every stream row to the table version valid at its ts: seed 000's versioned-store
+    get(key, stream ts) (KIP-914), for every stream row at once. Lazy, except that the "index"
+    strategy (which "auto" prefers) indexes the table now.
+
+    For each stream row, the table version of the same key with the largest ts <= the stream ts
+    answers (an equal ts counts); a tombstone version reads as null; with history retention, a
+    stream ts older than table stream time - history retention is answered only by the key's
+    latest version (it never expires), else null.
+
+    stream, table: the stream rows and the versioned table (at most one row per (key, ts), which
+        the versioned ingest guarantees: a duplicate fails the join rather than doubling output
+        rows).
+    stream_key / stream_ts: the stream's key and event-time columns.
+    table_key / table_ts: the table's key and version-time (valid_from) columns. Both ts columns
+        are integers (epoch ms) or both timestamps. Any long is a valid ts, its minimum ("since
+        forever") and maximum included.
+    how: "inner" drops stream rows without an answer, "left" keeps them with null table columns.
+    table_value_cols: table columns to output (default: all but key, ts and tombstone_col).
+    history_retention_ms: the versioned table's history retention; None = unbounded history.
+    table_stream_time: the table's stream time (epoch ms) for retention; None = the table's max
+        ts over all keys.
+    tombstone_col: a boolean table column; a true row is a tombstone version (reads as null).
+    table_key_from: a stream column holding the table key (global-table style), used instead of
+        stream_key for the lookup; a null key joins nothing.
+    valid_from_col: output column for the answering version's ts (None to leave it out).
+    versions_per_bucket: target versions per time bucket of the SQL plans (smaller = finer
+        buckets, fewer candidates per lookup, a larger bucketed table).
+    strategy: how the table reaches the stream rows (docs/asof_join.md):
+        "index": the table is indexed in memory (by key, then ts) and broadcast, each stream row
+            answered by a binary search in the JVM (joins/spark/jvm). Fastest; keys of one type
+            on both sides and not floating point (non-integer keys are hashed and checked), a
+            table that fits in memory, and a session from joins.spark.get_spark. The index is
+            built when this function is called (one Spark job over the table); the join stays
+            lazy.
+        "broadcast": the bucketed validity intervals (pure SQL) are broadcast; the stream is
+            not shuffled.
+        "shuffle": the bucketed intervals and the stream meet through a shuffle on (key,
+            bucket); for tables too big to broadcast.
+        "auto": "index" where it can run and Spark estimates the table at most
+            broadcast_max_bytes, else "broadcast" within that size, else "shuffle" (also where
+            the size is unknown).
+
+    Bad records: a duplicate (key, ts) in the table or a null ts on either side fails naming the
+    record. Where the index finds it (a table record), this function raises InputRecordError;
+    everything else fails in the action that runs the result: run it under
+    `joins.asof.input_errors()` to get InputRecordError there too.
+
+    Output: every stream column, then the value columns, then valid_from_col.
+    """
+    plan = validate(stream.schema, table.schema, stream_key=stream_key, stream_ts=stream_ts,
+                    table_key=table_key, table_ts=table_ts, how=how, table_value_cols=table_value_cols,
+                    history_retention_ms=history_retention_ms, table_stream_time=table_stream_time,
+                    tombstone_col=tombstone_col, table_key_from=table_key_from,
+                    valid_from_col=valid_from_col, versions_per_bucket=versions_per_bucket,
+                    strategy=strategy)
+    index_failed = False
+    if strategy == "index":
+        reason = index_unusable(plan, stream, table)
+        if reason is not None:
+            raise config_error("strategy", f"'index' cannot run here: {reason}; use 'auto', "
+                                           "'broadcast' or 'shuffle'")
+        try:
+            return index_join(plan, stream, table)
+        except HashCollision:
+            index_failed, strategy = True, "auto"
+    if strategy == "auto":
+        size = _estimated_bytes(table)
+        small = size is not None and size <= broadcast_max_bytes
+        if small and not index_failed and index_unusable(plan, stream, table) is None:
+            try:
+                return index_join(plan, stream, table)
+            except HashCollision:
+                pass
+        broadcast = small
+    else:
+        broadcast = strategy == "broadcast"
+    return run_sql(stream.sparkSession, {"stream": stream, "table": table},
+                   lambda v: join_sql(plan, v["stream"], v["table"], broadcast=broadcast))
+
+
+def versions_by_bucket(table: DataFrame, *, table_key: str, table_ts: str, tombstone_col: str | None = None,
+                       versions_per_bucket: int = DEFAULT_VERSIONS_PER_BUCKET) -> DataFrame:
+    """The bucketed validity intervals the SQL plans probe, for inspection and tuning.
+
+    Columns: key, bucket, valid_from, valid_to (null = still valid), latest.
+    """
+    plan = table_only_plan(table.schema, table_key=table_key, table_ts=table_ts,
+                           tombstone_col=tombstone_col, versions_per_bucket=versions_per_bucket)
+    p = RESERVED_PREFIX
+
+    def build(views: dict[str, str]) -> str:
+        ctes = table_ctes(plan, views["table"], dense_ids=False, broadcast_stats=False)
+        return (f"WITH {ctes}\nSELECT {p}k AS key, {p}bucket AS bucket, {p}from AS valid_from, "
+                f"{p}to AS valid_to, {p}latest AS latest FROM {p}intervals")
+
+    return run_sql(table.sparkSession, {"table": table}, build)
+
+
+def bucket_stats(table: DataFrame, *, table_key: str, table_ts: str,
+                 versions_per_bucket: int = DEFAULT_VERSIONS_PER_BUCKET) -> DataFrame:
+    """Per key: key, min_ts, width, buckets (the bucket count grows with the key's version
+    count), max_ts, shift (1 where the key's versions span more than a long: offsets are then
+    taken on ts halved)."""
+    plan = table_only_plan(table.schema, table_key=table_key, table_ts=table_ts, tombstone_col=None,
+                           versions_per_bucket=versions_per_bucket)
+
+    def build(views: dict[str, str]) -> str:
+        ctes = table_ctes(plan, views["table"], dense_ids=False, broadcast_stats=False)
+        return (f"WITH {ctes}\nSELECT k AS key, min_ts, width, buckets, max_ts, shift "
+                f"FROM {RESERVED_PREFIX}stats")
+
+    return run_sql(table.sparkSession, {"table": table}, build)

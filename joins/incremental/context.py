@@ -1,0 +1,90 @@
+"""What a step sees: the batch's new input rows and its state, all as of the batch's plan.
+
+Every read is by Delta version, never "latest": a batch re-run after a crash reads exactly what
+the crashed run read, even if that run already overwrote a state table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from joins import lake
+from joins.incremental.layout import JoinRoot
+from joins.incremental.log import BatchPlan, VersionRange
+from joins.incremental.phases import PhaseClock
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from joins.incremental.sources import Source
+
+
+@dataclass
+class StepContext:
+    spark: SparkSession
+    root: JoinRoot
+    plan: BatchPlan
+    sources: Mapping[str, Source]
+    clock: PhaseClock
+
+    @property
+    def batch_id(self) -> int:
+        return self.plan.batch_id
+
+    @property
+    def carry(self) -> dict[str, Any]:
+        """Values the previous batch carried over (stream times, counts); {} for the first."""
+        return self.plan.carry
+
+    def range(self, role: str) -> VersionRange:
+        return self.plan.ranges[role]
+
+    def source_path(self, role: str) -> str:
+        return self.sources[role].path
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        with self.clock.phase(name):
+            yield
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    def schema(self, role: str) -> StructType:
+        """The input's schema as the step sees its rows (at the pinned version)."""
+        return self.sources[role].schema(self.spark, self.range(role).last)
+
+    def changes(self, role: str) -> DataFrame:
+        """The rows the batch's versions of `role` added (an empty frame when none)."""
+        rng = self.range(role)
+        source = self.sources[role]
+        if rng.empty:
+            return self.spark.createDataFrame([], source.schema(self.spark, rng.last))
+        return source.changes(self.spark, rng.first - 1, rng.last)
+
+    def change_stats(self, role: str) -> lake.ChangeStats | None:
+        """Rows and column bounds of the batch's new rows from Delta statistics (no Spark job);
+        None when the range holds a rewrite (compaction, overwrite) or the source is adapted."""
+        rng = self.range(role)
+        if rng.empty:
+            return lake.ChangeStats(rows=0, files=0)
+        return self.sources[role].change_stats(rng.first - 1, rng.last)
+
+    def snapshot(self, role: str, columns: Sequence[str] | None = None) -> DataFrame:
+        """The whole input at the batch's pinned version (e.g. a versioned table's history)."""
+        return self.sources[role].snapshot(self.spark, self.range(role).last, columns)
+
+    # -- state -------------------------------------------------------------------------------
+
+    def state_version(self, name: str) -> int | None:
+        return self.plan.state_versions.get(name)
+
+    def state(self, name: str, columns: Sequence[str] | None = None) -> DataFrame | None:
+        """A state table as the batch starts from it (None before its first write)."""
+        version = self.state_version(name)
+        if version is None:
+            return None
+        return lake.read_delta(self.spark, self.root.state(name), version=version, columns=columns)

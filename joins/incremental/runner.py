@@ -1,0 +1,253 @@
+"""One micro-batch of any operator, exactly once (see docs/architecture.md).
+
+    lease -> plan (write-ahead) -> step -> commits (output, quarantine, state) -> done
+
+- **One writer.** The batch runs under the join's writer lease (`joins.lake.Lease`): a second
+  micro-batch or a backfill of the same join waits for it (up to `wait_s`), then gives up with a
+  reason; it never runs beside it. The lease is checked before every commit, so a writer whose
+  lease expired (a paused process) stops instead of committing over its successor.
+- **Same inputs on a re-run.** The plan pins the input versions the batch consumes and the
+  versions of the state tables it starts from; a crashed batch is re-run from its plan.
+- **No duplicate, no gap.** Every commit carries an application transaction (`<op>.<table>`,
+  version = batch id): a write that had landed before a crash is skipped by the re-run, a write
+  that had not is made by it. Only the done record ends a batch, and it comes last.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from joins import lake
+from joins.asof import input_errors
+from joins.errors import ConfigError
+from joins.incremental.context import StepContext
+from joins.incremental.contract import (
+    CHECKPOINTS,
+    EVENT_DATE,
+    OUTPUT,
+    QUARANTINE,
+    IncrementalOperator,
+    Outcome,
+    StepResult,
+    TableOutcome,
+    Written,
+)
+from joins.incremental.layout import JoinRoot
+from joins.incremental.log import (
+    COMPACT_EVERY,
+    BatchDone,
+    BatchLog,
+    BatchPlan,
+    BatchStateError,
+    VersionRange,
+)
+from joins.incremental.phases import PhaseClock
+from joins.incremental.sources import Source
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# How long a micro-batch waits for another writer of its join before it gives up (skipped).
+DEFAULT_WAIT_S = 60.0
+DEFAULT_LEASE_TTL_S = 60.0
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What one call did: a batch run (or re-run), or a skip with its reason."""
+
+    batch_id: int | None
+    skipped: bool = False
+    skip_reason: str | None = None
+    done: BatchDone | None = None     # the batch's done record (or the last one, when skipped)
+    plan: BatchPlan | None = None
+    commits: dict[str, int | None] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def as_sources(operator: IncrementalOperator, sources: Mapping[str, Source | str]) -> dict[str, Source]:
+    if set(sources) != set(operator.inputs):
+        raise ConfigError(f"{operator.name}: inputs are {list(operator.inputs)}, got "
+                          f"{sorted(sources)}")
+    return {role: Source(s) if isinstance(s, str) else s for role, s in sources.items()}
+
+
+def run_microbatch(spark: SparkSession, operator: IncrementalOperator, root: str | JoinRoot,
+                   sources: Mapping[str, Source | str], *, batch_id: int | None = None,
+                   wait_s: float = DEFAULT_WAIT_S,
+                   lease_ttl_s: float = DEFAULT_LEASE_TTL_S) -> BatchResult:
+    """Run the next micro-batch of `operator` under `root` (or re-run a crashed one).
+
+    batch_id: None = the next one (or the planned-but-unfinished one); an id at or below the
+        last completed batch returns that batch's done record with `skipped` set.
+    """
+    jr = root if isinstance(root, JoinRoot) else JoinRoot(root)
+    srcs = as_sources(operator, sources)
+    clock = PhaseClock(spark, operator.name)
+    lease = lake.Lease(jr.lease, purpose=f"{operator.name} micro-batch", ttl_s=lease_ttl_s)
+    with contextlib.ExitStack() as stack:
+        try:
+            with clock.phase("lease"):
+                stack.enter_context(lease.held(wait_s=wait_s))
+        except lake.WriterBusyError as exc:
+            return BatchResult(None, skipped=True, timings=clock.timings,
+                               skip_reason=f"another writer of this join is running: "
+                                           f"{exc.holder.describe()}")
+        log = BatchLog(jr.checkpoints, operator.name)
+        with clock.phase("plan"):
+            planned = _plan(operator, jr, srcs, log, batch_id)
+        if isinstance(planned, BatchResult):
+            return dataclasses.replace(planned, timings=clock.timings)
+        return _execute(spark, operator, jr, srcs, planned, log, lease, clock)
+    raise AssertionError("unreachable")
+
+
+def _plan(operator: IncrementalOperator, root: JoinRoot, sources: dict[str, Source],
+          log: BatchLog, batch_id: int | None) -> BatchPlan | BatchResult:
+    name = operator.name
+    if batch_id is not None and batch_id < 0:
+        raise ConfigError(f"{name}: batch_id must be >= 0, got {batch_id}")
+    tail = log.tail()
+    done, pending = tail.last_done, tail.pending
+    if batch_id is not None and done is not None and batch_id <= done.batch_id:
+        record = done if batch_id == done.batch_id else log.done_record(batch_id)
+        if record is None:
+            raise BatchStateError(f"{name}: batch {batch_id} was never run under {root.root} "
+                                  f"(the last completed batch is {done.batch_id})")
+        return BatchResult(batch_id, skipped=True, done=record,
+                           skip_reason=f"batch {batch_id} is already committed")
+    paths = {role: s.path for role, s in sources.items()}
+    if pending is not None:
+        if batch_id is not None and batch_id != pending.batch_id:
+            raise BatchStateError(
+                f"{name}: batch {pending.batch_id} under {root.root} is planned but not "
+                f"completed; re-run it (batch_id={pending.batch_id} or None) before batch {batch_id}")
+        # A crashed batch: the same inputs by version; the source paths of this call, so that a
+        # lake moved since still works.
+        return dataclasses.replace(pending, sources=paths)
+    versions = {}
+    for role, source in sources.items():
+        version = source.version()
+        if version is None:
+            raise ConfigError(f"{name}: the {role} source {source.path!r} is not a Delta table "
+                              f"(create it first; an empty table is fine)")
+        versions[role] = version
+    if done is not None:
+        check_progress(name, done, versions, root)
+    ranges = {role: VersionRange(0 if done is None else done.consumed[role] + 1, v)
+              for role, v in versions.items()}
+    if done is not None and all(r.empty for r in ranges.values()):
+        at = ", ".join(f"{role} version {v}" for role, v in versions.items())
+        return BatchResult(None, skipped=True, done=done,
+                           skip_reason=f"no new rows in {' or '.join(operator.inputs)} since "
+                                       f"batch {done.batch_id} ({at})")
+    plan = BatchPlan(
+        batch_id=batch_id if batch_id is not None else (0 if done is None else done.batch_id + 1),
+        sources=paths, ranges=ranges,
+        state_versions={t.name: lake.delta_version(root.state(t.name)) for t in operator.state_tables},
+        carry={} if done is None else dict(done.carry))
+    if not log.write_plan(plan):
+        # Only a writer that lost its lease gets here: another one planned this batch id.
+        raise BatchStateError(f"{name}: batch {plan.batch_id} under {root.root} was planned by "
+                              f"another writer meanwhile; this run stops without computing it")
+    return plan
+
+
+def check_progress(name: str, done: BatchDone, versions: Mapping[str, int], root: JoinRoot) -> None:
+    """Source versions never go backwards: a source older than what the join consumed is
+    another table (recreated, or the wrong path). (Paths are not compared: a lake copied or
+    mounted elsewhere is still the same lake.)"""
+    behind = {role: (done.consumed[role], v) for role, v in versions.items()
+              if v < done.consumed.get(role, -1)}
+    if behind:
+        said = "; ".join(f"the {role} source up to version {c}, but it is now at version {v}"
+                         for role, (c, v) in behind.items())
+        raise BatchStateError(f"{name}: the join under {root.root} consumed {said}: it is not "
+                              f"the table this join read (use a new root for new sources)")
+
+
+def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
+             sources: dict[str, Source], plan: BatchPlan, log: BatchLog, lease: lake.Lease,
+             clock: PhaseClock) -> BatchResult:
+    bid = plan.batch_id
+    ctx = StepContext(spark, root, plan, sources, clock)
+    result = operator.step(ctx)
+    outcomes: dict[str, TableOutcome] = {}
+    commits: dict[str, int | None] = {}
+    try:
+        for table, written, mode, partition_by in _writes(operator, result):
+            lease.check()
+            with clock.phase(f"commit {table}"):
+                outcome = _write(operator.name, root.sub(table), table, written, bid, mode=mode,
+                                 partition_by=partition_by)
+            outcomes[table] = outcome
+            if outcome.commit is not None and outcome.commit.version is not None \
+                    and not outcome.commit.skipped:
+                commits[table] = outcome.commit.version
+    finally:
+        result.release()
+    carry, report = result.finish(Outcome(outcomes))
+    done = BatchDone(batch_id=bid, sources=dict(plan.sources),
+                     consumed={role: r.last for role, r in plan.ranges.items()},
+                     carry=carry, report=report)
+    lease.check()
+    with clock.phase("done"):
+        commits[CHECKPOINTS] = log.write_done(done)
+    if bid % COMPACT_EVERY == COMPACT_EVERY - 1:
+        with clock.phase("compact"):
+            log.compact()
+            operator.after_done(ctx)
+    return BatchResult(bid, done=done, plan=plan, commits=commits, timings=clock.timings)
+
+
+def _writes(operator: IncrementalOperator,
+            result: StepResult) -> list[tuple[str, Written, str, list[str]]]:
+    out: list[tuple[str, Written, str, list[str]]] = []
+    if result.output is not None:
+        out.append((OUTPUT, result.output, "append", [EVENT_DATE]))
+    if result.quarantine is not None:
+        out.append((QUARANTINE, result.quarantine, "append", []))
+    for table in operator.state_tables:
+        written = result.state.get(table.name)
+        if written is not None:
+            out.append((table.name, written, table.mode, list(table.partition_by)))
+    unknown = set(result.state) - {t.name for t in operator.state_tables}
+    if unknown:
+        raise ConfigError(f"{operator.name}: the step wrote undeclared state tables {sorted(unknown)}")
+    return out
+
+
+def _write(app: str, path: str, table: str, written: Written, batch_id: int, *, mode: str,
+           partition_by: list[str]) -> TableOutcome:
+    """One idempotent commit, with the frame's metrics observed while Spark writes it."""
+    from pyspark.sql import Observation
+
+    txn = lake.AppTxn(f"{app}.{table}", batch_id)
+    observation = Observation(f"{app}_{table}_{batch_id}") if written.metrics else None
+    source = written.source
+    if observation is not None:
+        source = source.observe(observation, *(e.alias(n) for n, e in written.metrics.items()))
+    frame = written.frame(source)
+    # A bad input record found inside Spark (a duplicate version, a null ts) surfaces here, in
+    # the action that runs the step's plan: as the engine's InputRecordError, naming it.
+    with input_errors():
+        info = lake.write_delta(frame, path, mode=mode,  # type: ignore[arg-type]
+                                partition_by=partition_by or None, app_txn=txn,
+                                commit_message=f"{app}: {table} of batch {batch_id}",
+                                skip_empty=mode == "append")
+    metrics: dict[str, Any] = {}
+    if info.skipped:
+        # Committed by a run that crashed after it: what it added is in the log, and the
+        # metrics are recomputed from the same (pinned) rows.
+        info = lake.committed_write(path, txn) or info
+        if written.metrics:
+            row = written.source.agg(*(e.alias(n) for n, e in written.metrics.items())).first()
+            metrics = {} if row is None else row.asDict()
+    elif observation is not None:
+        metrics = dict(observation.get)
+    return TableOutcome(commit=info if info.files or info.version is not None else None,
+                        metrics=metrics)

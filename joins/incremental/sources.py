@@ -1,0 +1,46 @@
+"""Inputs of an incremental join: Delta tables read by version.
+
+`Source` is a table already in the lake's layout (what the project's ingest writes). A Delta
+table a user names, in its own layout, is an `AdaptedSource` (`adapted.py`): the same reads
+with its columns renamed into the roles an operator expects and an arrival order derived from
+the commit order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from joins import lake
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+
+@dataclass(frozen=True)
+class Source:
+    """A Delta table in the lake's layout, read as it is."""
+
+    path: str
+
+    def version(self) -> int | None:
+        return lake.delta_version(self.path)
+
+    def schema(self, spark: SparkSession, version: int) -> StructType:
+        del spark, version  # the latest schema: a table's columns only ever widen
+        return lake.table_schema(self.path)
+
+    def changes(self, spark: SparkSession, after: int, last: int) -> DataFrame:
+        return lake.read_changes(spark, self.path, after, last)
+
+    def change_stats(self, after: int, last: int) -> lake.ChangeStats | None:
+        try:
+            return lake.change_stats(self.path, after, last)
+        except lake.LakeError:
+            return None  # a rewrite in the range: the step reads the snapshot instead
+
+    def snapshot(self, spark: SparkSession, version: int,
+                 columns: Sequence[str] | None = None) -> DataFrame:
+        return lake.read_delta(spark, self.path, version=version, columns=columns)

@@ -1,0 +1,93 @@
+"""Small tables without Spark: a batch log's rows, a plan, a manifest of file names.
+
+Metadata of a few rows per batch does not need a Spark job (each costs a tenth of a second of
+a micro-batch's latency); delta-rs writes and reads it directly. Data never goes this way: a
+table's rows are written by Spark tasks (`write.py`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+
+from joins.lake.commit import WRITE_ID_KEY
+from joins.lake.errors import ConcurrentCommitError, LakeError
+from joins.lake.location import TableLocation
+from joins.lake.model import AppTxn, CommitInfo
+
+# A table written this way holds metadata; more than this many rows is a caller's mistake.
+MAX_ROWS = 100_000
+
+
+def write_arrow(table: pa.Table, path: str, *, mode: str = "append", app_txn: AppTxn | None = None,
+                commit_message: str | None = None,
+                expected_version: int | None = None) -> CommitInfo:
+    """Append (or overwrite with) a small Arrow table in one commit, idempotent with `app_txn`;
+    with `expected_version`, the commit must be exactly the next version (else
+    ConcurrentCommitError and nothing is committed)."""
+    loc = TableLocation.of(path)
+    if table.num_rows > MAX_ROWS:
+        raise LakeError(f"{loc}: {table.num_rows} rows is too many for a metadata write "
+                        f"(at most {MAX_ROWS}); write data with Spark")
+    existing = _open(loc)
+    if expected_version is not None and (existing is None or existing.version() != expected_version):
+        raise ConcurrentCommitError(f"{loc}: expected the table at version {expected_version}; "
+                                    "another writer committed meanwhile; nothing was committed")
+    if existing is not None and app_txn is not None:
+        done = existing.transaction_version(app_txn.app_id)
+        if done is not None and done >= app_txn.version:
+            return CommitInfo(version=None, skipped=True, files=0, rows=0)
+    write_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:12]}"
+    metadata: dict[str, Any] = {WRITE_ID_KEY: write_id}
+    if commit_message is not None:
+        metadata["userMetadata"] = commit_message
+    txns = [Transaction(app_txn.app_id, app_txn.version)] if app_txn is not None else None
+    target: str | DeltaTable = loc.delta_uri if expected_version is None else existing  # type: ignore[assignment]
+    try:
+        write_deltalake(target, table, mode=mode,  # type: ignore[arg-type]
+                        commit_properties=CommitProperties(
+                            custom_metadata=metadata, app_transactions=txns,
+                            max_commit_retries=None if expected_version is None else 0))
+    except CommitFailedError as exc:
+        if expected_version is not None:
+            raise ConcurrentCommitError(f"{loc}: another writer committed meanwhile; nothing "
+                                        "was committed") from exc
+        raise LakeError(f"{loc}: commit failed: {exc}") from exc
+    except DeltaError as exc:
+        again = _open(loc)
+        if again is not None and app_txn is not None:
+            done = again.transaction_version(app_txn.app_id)
+            if done is not None and done >= app_txn.version:
+                return CommitInfo(version=None, skipped=True, files=0, rows=0)
+        raise LakeError(f"{loc}: commit failed: {exc}") from exc
+    after = _open(loc)
+    assert after is not None
+    return CommitInfo(version=after.version(), skipped=False, files=1, rows=table.num_rows)
+
+
+def read_arrow(path: str, *, version: int | None = None,
+               filters: Sequence[tuple[str, str, Any]] | None = None) -> pa.Table | None:
+    """A small table (optionally filtered, at `version`) as Arrow; None when there is no table."""
+    loc = TableLocation.of(path)
+    table = _open(loc, version=version)
+    if table is None:
+        return None
+    try:
+        return table.to_pyarrow_table(filters=list(filters) if filters else None)
+    except DeltaError as exc:
+        raise LakeError(f"{loc}: cannot read: {exc}") from exc
+
+
+def _open(loc: TableLocation, *, version: int | None = None) -> DeltaTable | None:
+    try:
+        return DeltaTable(loc.delta_uri, version=version)
+    except TableNotFoundError:
+        return None
+    except DeltaError as exc:
+        raise LakeError(f"{loc}: cannot open the table: {exc}") from exc

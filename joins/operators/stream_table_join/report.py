@@ -1,0 +1,142 @@
+"""What one micro-batch of the stream-table join reports, and the lateness statistics in it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+# Upper bounds (ms) of the lateness histogram buckets; the last bucket is open.
+LATENESS_BUCKETS_MS: tuple[int, ...] = (0, 1_000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000)
+
+
+@dataclass(frozen=True)
+class LatenessStats:
+    """How far behind the buffer's stream time the batch's records arrived: stream time seen on
+    arrival minus ts, 0 for a record that advanced stream time. `histogram` pairs a bucket label
+    with a count (labels: `<=0ms`, `<=1000ms`, ..., `>86400000ms`)."""
+
+    records: int = 0
+    max_ms: int | None = None
+    p50_ms: int | None = None
+    p95_ms: int | None = None
+    p99_ms: int | None = None
+    histogram: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class MicroBatchReport:
+    """What one micro-batch did (or, with `skipped`, that it had nothing to do)."""
+
+    batch_id: int | None
+    skipped: bool = False
+    skip_reason: str | None = None
+    stream_versions: tuple[int, int] | None = None   # source Delta versions consumed
+    table_versions: tuple[int, int] | None = None
+    table_version: int | None = None                 # the pinned table version of the lookups
+    commits: dict[str, int | None] = field(default_factory=dict)  # table -> Delta version written
+    rows_in_stream: int = 0
+    rows_in_table: int | None = 0
+    rows_out: int = 0
+    evicted: int = 0
+    late_joined: int = 0
+    late_dropped: int = 0
+    quarantined: int = 0
+    skipped_null_value: int = 0
+    skipped_null_key: int = 0
+    inner_unmatched: int = 0
+    lookup_beyond_history_retention: int = 0
+    still_buffered: int = 0
+    stream_time: int | None = None
+    table_stream_time: int | None = None
+    event_days_touched: tuple[str, ...] = ()
+    lateness: LatenessStats = field(default_factory=LatenessStats)
+    # Wall time per phase of the batch (seconds): where a micro-batch's latency goes.
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def rows_in(self) -> tuple[int, int | None]:
+        return self.rows_in_stream, self.rows_in_table
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], **overrides: Any) -> MicroBatchReport:
+        data = dict(raw)
+        lat = data.pop("lateness", None) or {}
+        lateness = LatenessStats(**{**lat, "histogram": tuple(tuple(h) for h in lat.get("histogram", ()))})
+        for name in ("stream_versions", "table_versions"):
+            if data.get(name) is not None:
+                data[name] = tuple(data[name])
+        data["event_days_touched"] = tuple(data.get("event_days_touched", ()))
+        data.update(overrides)
+        return cls(**data, lateness=lateness)
+
+
+def count_if(cond: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0)))
+
+
+def lateness_columns(lateness: Column, eligible: Column) -> list[Column]:
+    """Aggregates of the lateness of the `eligible` rows (see `lateness_stats`)."""
+    from pyspark.sql import functions as F
+
+    value = F.when(eligible, F.coalesce(lateness, F.lit(0)))
+    out = [F.count(value).alias("lat_n"), F.max(value).alias("lat_max"),
+           F.percentile_approx(value, [0.5, 0.95, 0.99]).alias("lat_pct")]
+    lower: int | None = None
+    for upper in LATENESS_BUCKETS_MS:
+        cond = value <= F.lit(upper) if lower is None else (value > F.lit(lower)) & (value <= F.lit(upper))
+        out.append(count_if(cond).alias(f"lat_le_{upper}"))
+        lower = upper
+    out.append(count_if(value > F.lit(lower)).alias("lat_gt"))
+    return out
+
+
+def lateness_stats(row: Any) -> LatenessStats:
+    n = int(row["lat_n"] or 0)
+    if n == 0:
+        return LatenessStats()
+    pct = row["lat_pct"] or [None, None, None]
+    hist = [(f"<={b}ms", int(row[f"lat_le_{b}"] or 0)) for b in LATENESS_BUCKETS_MS]
+    hist.append((f">{LATENESS_BUCKETS_MS[-1]}ms", int(row["lat_gt"] or 0)))
+    return LatenessStats(records=n, max_ms=int(row["lat_max"]),
+                         p50_ms=None if pct[0] is None else int(pct[0]),
+                         p95_ms=None if pct[1] is None else int(pct[1]),
+                         p99_ms=None if pct[2] is None else int(pct[2]),
+                         histogram=tuple(hist))
+
+
+def _ms_text(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    if ms >= 3_600_000:
+        return f"{ms / 3_600_000:.1f} h"
+    if ms >= 60_000:
+        return f"{ms / 60_000:.1f} min"
+    if ms >= 1000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms} ms"
+
+
+def lateness_markdown(lat: LatenessStats) -> str:
+    """A small table: percentiles, then a text histogram of how late records arrived."""
+    if lat.records == 0:
+        return "No stream records in this batch."
+    lines = [
+        f"**{lat.records} stream records**: p50 {_ms_text(lat.p50_ms)}, p95 {_ms_text(lat.p95_ms)}, "
+        f"p99 {_ms_text(lat.p99_ms)}, max {_ms_text(lat.max_ms)} behind stream time",
+        "",
+        "| lateness | records | |",
+        "|---|---:|---|",
+    ]
+    peak = max((n for _, n in lat.histogram), default=0)
+    for label, n in lat.histogram:
+        bar = "█" * (round(20 * n / peak) if peak else 0)
+        lines.append(f"| {label} | {n} | {bar} |")
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""A pipeline's input source: a landing folder of files with a declared schema, fed into a
+Delta table by the ingest (`joins.ingest`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr, field_validator, model_validator
+
+from joins.errors import ConfigError
+from joins.landing.spec import (
+    DEFAULT_MAX_RECORD_BYTES,
+    BadRecordPolicy,
+    ColumnSpec,
+    LandingFormat,
+    LandingSpec,
+)
+from joins.spec import Spec
+
+# Asset keys, Delta folders and Dagster job names are built from these names.
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def check_name(name: str) -> str:
+    if not _NAME.match(name):
+        # A ValueError: pydantic reports it under the field's own path (config.stream.name).
+        raise ValueError("must be a lower-case identifier (a-z, 0-9, _): it names an asset, a "
+                         "Dagster job and a Delta folder")
+    return name
+
+
+class SourceSpec(Spec):
+    """One source: a landing folder and the declared schema of its files.
+
+    - `name`: the asset name and the source id of its ingest commits (lower-case identifier);
+    - `landing`: the landing folder; a relative path is under the lake root (default
+      `landing/<name>`);
+    - `format`: `jsonl`, `csv` or `parquet`;
+    - `key_columns`, `value_columns`, `ts_column` (event time, integer ms), `tombstone_column`
+      (table sources only; absent = all value columns null means delete);
+    - `on_bad_record`: `quarantine` (default: bad rows go to the quarantine table with the
+      reason) or `fail` (the batch is refused, naming the file, the row and the field);
+    - reading rules (see `joins.landing.LandingSpec`): `csv_delimiter`, `csv_header`,
+      `csv_columns` (the columns of header-less CSV files), `max_record_bytes` (default 1 MiB),
+      `ts_min_ms` / `ts_max_ms` (a narrower event-time range than years 1..9999).
+    """
+
+    name: StrictStr
+    landing: StrictStr | None = None
+    format: LandingFormat
+    key_columns: tuple[ColumnSpec, ...] = Field(min_length=1)
+    value_columns: tuple[ColumnSpec, ...] = ()
+    ts_column: StrictStr
+    tombstone_column: StrictStr | None = None
+    on_bad_record: BadRecordPolicy = "quarantine"
+    description: StrictStr | None = None
+    csv_delimiter: StrictStr = ","
+    csv_header: StrictBool = True
+    csv_columns: tuple[StrictStr, ...] | None = None
+    max_record_bytes: StrictInt = DEFAULT_MAX_RECORD_BYTES
+    ts_min_ms: StrictInt | None = None
+    ts_max_ms: StrictInt | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_usable(cls, name: str) -> str:
+        return check_name(name)
+
+    @model_validator(mode="after")
+    def _reads(self) -> SourceSpec:
+        # The reading rules' own checks, at parse time; a ValueError so that pydantic names
+        # this source's path in the spec.
+        try:
+            self.landing_spec()
+        except ConfigError as exc:
+            raise ValueError(str(exc).removeprefix("landing: invalid config: ")) from None
+        return self
+
+    @property
+    def key_column(self) -> str:
+        return self.key_columns[0].name
+
+    @property
+    def value_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.value_columns)
+
+    def landing_spec(self) -> LandingSpec:
+        """The engine's landing schema (joins.landing) for this source's files."""
+        config: dict[str, Any] = {
+            "format": self.format,
+            "key_columns": [c.model_dump() for c in self.key_columns],
+            "value_columns": [c.model_dump() for c in self.value_columns],
+            "ts_column": self.ts_column,
+            "tombstone_column": self.tombstone_column,
+            "on_bad_record": self.on_bad_record,
+            "csv_delimiter": self.csv_delimiter,
+            "csv_header": self.csv_header,
+            "csv_columns": self.csv_columns,
+            "max_record_bytes": self.max_record_bytes,
+        }
+        for bound in ("ts_min_ms", "ts_max_ms"):
+            if getattr(self, bound) is not None:
+                config[bound] = getattr(self, bound)
+        return LandingSpec.parse(config)
