@@ -184,7 +184,7 @@ class StreamTableJoinStep:
         matched = F.col(VALID_FROM).isNotNull()
         beyond = F.lit(False)
         if spec.table.versioned and side.stream_time is not None:
-            retention = spec.table.history_retention_ms or 0
+            retention = spec.table.retention_ms
             beyond = F.col(TABLE_KEY).isNotNull() & (F.col(cols.ts) < F.lit(side.stream_time - retention))
         emitted = matched if spec.join == "inner" else F.lit(True)
         columns = [*stream_cols, *(table_value_name(c) for c in side.value_cols), VALID_FROM,
