@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from joins import lake
 from joins.core.fields import canonical_json
+from joins.changelog.values import FIELD_TYPE, JsonValues, field_column
 from joins.core.keys import key_text
 
 if TYPE_CHECKING:
@@ -31,16 +32,22 @@ def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def changelog_frame(spark: SparkSession, records: Sequence[Any]) -> DataFrame:
-    """Records with `i`, `key`, `value`, `ts` as changelog rows."""
-    rows = [(key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i) for r in records]
-    return spark.createDataFrame(rows, CHANGELOG_SCHEMA)
+def changelog_frame(spark: SparkSession, records: Sequence[Any],
+                    values: JsonValues | None = None) -> DataFrame:
+    """Records with `i`, `key`, `value`, `ts` as changelog rows; with `values`, plus one FIELD
+    column per path of the value model (what an ingest with a declared schema extracts)."""
+    paths = () if values is None else values.paths
+    schema = CHANGELOG_SCHEMA + "".join(f", {field_column(n)} {FIELD_TYPE}" for n in range(len(paths)))
+    rows = [(key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i,
+             *(() if values is None else values.land_columns(r.value))) for r in records]
+    return spark.createDataFrame(rows, schema)
 
 
-def land(spark: SparkSession, path: str, records: Sequence[Any], *, create: bool = False) -> None:
+def land(spark: SparkSession, path: str, records: Sequence[Any], *, create: bool = False,
+         values: JsonValues | None = None) -> None:
     """Append `records` to the changelog table at `path` (an empty table when `create`)."""
     if records or create:
-        lake.write_delta(changelog_frame(spark, records), path, mode="append")
+        lake.write_delta(changelog_frame(spark, records, values), path, mode="append")
 
 
 def read_rows(spark: SparkSession, path: str, columns: list[str] | None = None) -> list[Any]:
