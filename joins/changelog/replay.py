@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from joins import lake
-from joins.core.fields import canonical_json
 from joins.changelog.values import FIELD_TYPE, JsonValues, field_column
+from joins.core.fields import canonical_json
 from joins.core.keys import key_text
 
 if TYPE_CHECKING:
