@@ -96,7 +96,8 @@ def layout_of(lake: LakeResource, spec: PipelineSpec) -> PipelineLayout:
 
 def _ingest_asset(spec: PipelineSpec, item: PipelineInput) -> AssetsDefinition:
     source = item.source
-    what = "versioned table" if item.kind == "versioned" else "events table"
+    what = {"versioned": "versioned table", "events": "events table",
+            "changelog": "changelog table"}[item.kind]
     description = (source.description or
                    f"The {what} `{source.name}` (Delta), fed from its landing folder "
                    f"({source.format} files, key {source.key_column!r}, event time {source.ts_column!r}).")

@@ -30,8 +30,10 @@ if TYPE_CHECKING:
     from joins.pipeline.summary import BackfillSummary, RunSummary
 
 # How an input's landing files are stored: a versioned table (the seed rules applied at ingest:
-# out-of-order history, expiry beyond history retention) or an append-only events table.
-InputKind = Literal["versioned", "events"]
+# out-of-order history, expiry beyond history retention), an append-only events table, or a
+# changelog (every update in arrival order with its tombstone flag; the operator versions it).
+InputKind = Literal["versioned", "events", "changelog"]
+_INGEST_KIND: dict[str, str] = {"versioned": "table", "events": "stream", "changelog": "changelog"}
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,7 @@ class PipelineLayout:
         source = item.source
         versioned = item.kind == "versioned"
         return IngestSource(
-            name=source.name, kind="table" if versioned else "stream", landing=self.landing(source),
+            name=source.name, kind=_INGEST_KIND[item.kind], landing=self.landing(source),  # type: ignore[arg-type]
             spec=source.landing_spec(), table=self.table(source),
             quarantine=self.quarantine(source), manifest=self.manifest(source),
             lease=self.lease(source),

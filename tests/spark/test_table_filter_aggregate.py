@@ -124,7 +124,8 @@ AGGREGATES = [{"function": "count"}, {"function": "sum", "field": "n"},
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tables(), predicate=st.sampled_from(PREDICATES))
 def test_filter_equals_reference_for_random_tables(spark: Any, tmp_path_factory: Any,
-                                                   case: dict[str, Any], predicate: dict[str, Any]) -> None:
+                                                   case: dict[str, Any],
+                                                   predicate: dict[str, Any]) -> None:
     got, want = replay_items(FILTER, spark, tmp_path_factory.mktemp("filter"),
                              {**case["config"], "predicate": predicate}, case["raw"], case["cuts"])
     assert got == want
@@ -134,7 +135,8 @@ def test_filter_equals_reference_for_random_tables(spark: Any, tmp_path_factory:
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tables(), aggregate=st.sampled_from(AGGREGATES))
 def test_aggregate_equals_reference_for_random_tables(spark: Any, tmp_path_factory: Any,
-                                                      case: dict[str, Any], aggregate: dict[str, Any]) -> None:
+                                                      case: dict[str, Any],
+                                                      aggregate: dict[str, Any]) -> None:
     # sum over "n" of values that all hold a number; concat of "s" where present.
     raw = [r for r in case["raw"] if aggregate["function"] != "concat" or "field" not in aggregate
            or r["value"] is None or "s" in r["value"] or r["value"].get("g") is None]
