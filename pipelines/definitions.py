@@ -87,7 +87,9 @@ def definitions_for(raw: PipelineSpec | dict[str, Any]) -> Definitions:
     checks_job = define_asset_job(
         checks_job_name(spec), selection=AssetSelection.checks_for_assets(pa.join),
         description=f"Runs the asset checks of {spec.name} without recomputing it.")
-    jobs: list[Any] = [backfill, checks_job, pa.microbatch_job]
+    jobs: list[Any] = [checks_job, pa.microbatch_job]
+    if spec.has_batch_form:
+        jobs.insert(0, backfill)
     sensors = []
     for item in spec.pipeline_inputs():
         if item.source is None:
