@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from joins import lake
 from joins.changelog.keyed import latest_per_key
-from joins.incremental import BatchLog, BatchStateError, JoinRoot
+from joins.incremental import BatchLog, BatchStateError, JoinRoot, Source
 from joins.incremental.backfill import (
     BackfillContext,
     BackfillResult,
@@ -66,7 +66,7 @@ class HistoryForm:
         counts: dict[str, Any] = {f"{side}_version": v for side, v in versions.items()}
         if any(v is None for v in versions.values()):
             return BackfillRows(None, counts=counts)  # no micro-batch yet: nothing to agree with
-        changelogs = {side: lake.read_delta(ctx.spark, ctx.sources[side].path, version=v)
+        changelogs = {side: ctx.sources[side].snapshot(ctx.spark, v)  # type: ignore[arg-type]
                       for side, v in versions.items()}
         cols = self.step.cols
         history = temporal_history(changelogs["left"], changelogs["right"], self.step.spec, cols)
@@ -76,8 +76,8 @@ class HistoryForm:
         return BackfillRows(rows, identity=(cols.key, VALID_FROM), compared=compared, counts=counts)
 
 
-def backfill(spark: SparkSession, spec: TableTableJoinSpec, root: str, *, left_source: str,
-             right_source: str, days: Sequence[str | dt.date],
+def backfill(spark: SparkSession, spec: TableTableJoinSpec, root: str, *,
+             left_source: str | Source, right_source: str | Source, days: Sequence[str | dt.date],
              columns: TableTableColumns | None = None, dry_run: bool = False) -> BackfillResult:
     """Recompute the temporal history of `days` and replace those days of `<root>/history`
     in one commit (`dry_run`: only report what would change)."""
@@ -118,8 +118,9 @@ class Agreement:
         return self.only_incremental == 0 and self.only_history == 0 and self.different == 0
 
 
-def latest_agreement(spark: SparkSession, spec: TableTableJoinSpec, root: str, *, left_source: str,
-                     right_source: str, columns: TableTableColumns | None = None,
+def latest_agreement(spark: SparkSession, spec: TableTableJoinSpec, root: str, *,
+                     left_source: str | Source, right_source: str | Source,
+                     columns: TableTableColumns | None = None,
                      wait_s: float = 60.0) -> Agreement:
     """Compare, under the join's lease (no micro-batch runs meanwhile), the current results
     with the temporal history at the join's stream time."""
@@ -139,8 +140,9 @@ def latest_agreement(spark: SparkSession, spec: TableTableJoinSpec, root: str, *
         if done is None or not times or state_version is None:
             return Agreement(None, None if done is None else done.batch_id)
         t = max(times)
-        sources = {"left": left_source, "right": right_source}
-        changelogs = {s: lake.read_delta(spark, sources[s], version=done.consumed[s]) for s in SIDES}
+        sources = {s: src if isinstance(src, Source) else Source(src)
+                   for s, src in (("left", left_source), ("right", right_source))}
+        changelogs = {s: sources[s].snapshot(spark, done.consumed[s]) for s in SIDES}
         history = as_of(temporal_history(changelogs["left"], changelogs["right"], spec, cols), t)
         state = lake.read_delta(spark, jr.state(CURRENT), version=state_version)
         compared = [*cols.out_values("left"), *cols.out_values("right"), has("left"), has("right")]

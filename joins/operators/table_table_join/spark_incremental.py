@@ -223,11 +223,14 @@ class TableTableJoinStep:
         return finish
 
 
-def run_microbatch(spark: SparkSession, spec: TableTableJoinSpec, root: str, *, left_source: str,
-                   right_source: str, columns: TableTableColumns | None = None,
+def run_microbatch(spark: SparkSession, spec: TableTableJoinSpec, root: str, *,
+                   left_source: str | incremental.Source, right_source: str | incremental.Source,
+                   columns: TableTableColumns | None = None,
                    quarantine_expired: bool = False, batch_id: int | None = None,
                    wait_s: float = incremental.DEFAULT_WAIT_S) -> TableTableReport:
-    """Run the next micro-batch of the join under `root` (or re-run a crashed one)."""
+    """Run the next micro-batch of the join under `root` (or re-run a crashed one). A source is a
+    changelog table's path, or a `joins.incremental.Source` (e.g. `DeltaTableSource`: a user's
+    own Delta table read as a changelog)."""
     step = TableTableJoinStep(spec, columns or TableTableColumns(), quarantine_expired)
     result = incremental.run_microbatch(spark, step, root, {"left": left_source, "right": right_source},
                                         batch_id=batch_id, wait_s=wait_s)
