@@ -1,4 +1,5 @@
-"""The demo (`./tj demo`, i.e. `python -m pipelines.demo`): orders enriched with currency rates.
+"""The demo (`./tj demo`, i.e. `python -m pipelines.demo`): orders enriched with currency rates,
+then customers joined with their accounts and counted per country (`demo_accounts.py`).
 
 It lands two out-of-order sources wave by wave (with late records), and drives everything
 through the Dagster definitions the UI shows, in this process: sensor ticks decide what to run
@@ -94,11 +95,12 @@ class Demo:
         import dagster as dg
 
         from pipelines.definitions import DEMO_SPEC, build_definitions
+        from pipelines.demo_accounts import COUNT_SPEC, JOIN_SPEC
 
         self.dg = dg
         self.root = root
         self.echo = echo
-        self.defs = build_definitions([DEMO_SPEC], lake_root=str(root))
+        self.defs = build_definitions([DEMO_SPEC, JOIN_SPEC, COUNT_SPEC], lake_root=str(root))
         self.instance = instance if instance is not None else dg.DagsterInstance.get()
         self.cursors: dict[str, str | None] = {}
         self.t0 = time.monotonic()
@@ -173,6 +175,7 @@ class DemoResult:
     checks_before: dict[str, bool] = field(default_factory=dict)
     checks_after: dict[str, bool] = field(default_factory=dict)
     backfill: dict[str, Any] = field(default_factory=dict)
+    accounts: Any = None   # pipelines.demo_accounts.AccountsResult
 
 
 def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None = None,
@@ -272,6 +275,9 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
         demo.table(f"    {line}")
     demo.say("asset checks after the backfill:")
     out.checks_after = _print_checks(demo, ev)
+    from pipelines.demo_accounts import run_accounts
+
+    out.accounts = run_accounts(demo, root, cfg)
     return out
 
 
@@ -294,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"temporal-joins demo: lake {root}, Dagster home {home}", flush=True)
     started = time.monotonic()
     result = run(root, sample=SampleConfig(waves=args.waves))
-    ok = all(result.checks_after.values())
+    ok = all(result.checks_after.values()) and all(result.accounts.checks_after.values())
     print(f"done in {time.monotonic() - started:.0f}s; checks after the backfill "
           f"{'all pass' if ok else 'FAILED'}. Browse the history: ./tj dev -> http://127.0.0.1:3000"
           + ("" if args.root is None else f" (with TJ_LAKE_ROOT={root})"), flush=True)
