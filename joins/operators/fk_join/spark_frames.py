@@ -89,7 +89,7 @@ def _union(parts: list[DataFrame]) -> DataFrame:
 
 def batch_frames(ctx: StepContext, spec: FkJoinSpec, cols: FkColumns,
                  marked: dict[str, DataFrame], types: dict[str, DataType],
-                 fk_type: DataType) -> BatchFrames:
+                 fk_type: DataType, *, verify_hash: bool = True) -> BatchFrames:
     """Wire one batch. `marked`: each side's new rows with EXPIRED (sides without new rows
     absent); `types`: each side's value struct type."""
     from pyspark.sql import functions as F
@@ -142,7 +142,8 @@ def batch_frames(ctx: StepContext, spec: FkJoinSpec, cols: FkColumns,
         absent = state_struct("left", types["left"], fk_type, None, cols)
         left_rows = state_rows_of(left_current, cols.key,
                                   state_struct("left", types["left"], fk_type, left_current, cols))
-        frames.guarded = guard(_union(responses), left_tl, left_rows, absent)
+        frames.guarded = guard(_union(responses), left_tl, left_rows, absent,
+                               verify_hash=verify_hash)
     return frames
 
 

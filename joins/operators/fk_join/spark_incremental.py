@@ -85,11 +85,13 @@ def stream_time_key(side: Side) -> str:
 @dataclass
 class FkJoinStep:
     """The join as an incremental operator (inputs `left` and `right`). `quarantine_expired`:
-    also write updates beyond a versioned side's history retention to the quarantine."""
+    also write updates beyond a versioned side's history retention to the quarantine.
+    `verify_hash=False` switches the stale-response guard off (tests only)."""
 
     spec: FkJoinSpec
     cols: FkColumns = field(default_factory=FkColumns)
     quarantine_expired: bool = False
+    verify_hash: bool = True
     name: str = APP
     inputs: tuple[str, ...] = SIDES
 
@@ -145,7 +147,8 @@ class FkJoinStep:
                 if not ctx.range(side).empty:
                     marked[side] = mark_expired(ctx.changes(side), c, clocks[side],
                                                 self.retention(side))
-        frames = batch_frames(ctx, self.spec, self.cols, marked, types, fk_type)
+        frames = batch_frames(ctx, self.spec, self.cols, marked, types, fk_type,
+                              verify_hash=self.verify_hash)
         state: dict[str, Written] = {}
         if frames.left is not None:
             state[LHS] = self._lhs(ctx, frames.left)
@@ -271,9 +274,10 @@ class FkJoinStep:
 def run_microbatch(spark: SparkSession, spec: FkJoinSpec, root: str, *, left_source: Any,
                    right_source: Any, columns: FkColumns | None = None,
                    quarantine_expired: bool = False, batch_id: int | None = None,
-                   wait_s: float = incremental.DEFAULT_WAIT_S) -> FkJoinReport:
+                   wait_s: float = incremental.DEFAULT_WAIT_S,
+                   verify_hash: bool = True) -> FkJoinReport:
     """Run the next micro-batch of the join under `root` (or re-run a crashed one)."""
-    step = FkJoinStep(spec, columns or FkColumns(), quarantine_expired)
+    step = FkJoinStep(spec, columns or FkColumns(), quarantine_expired, verify_hash)
     result = incremental.run_microbatch(spark, step, root, {"left": left_source, "right": right_source},
                                         batch_id=batch_id, wait_s=wait_s)
     return report_of(result)
