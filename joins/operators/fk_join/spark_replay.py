@@ -37,6 +37,12 @@ LEFT_SCHEMA = CHANGELOG_SCHEMA + ", fk string"
 COMPARABLE = ("out_of_order_ignored", "expired", "null_foreign_key_skipped")
 
 
+def left_row(spec: FkJoinSpec, r: FkJoinRecord) -> tuple[Any, ...]:
+    """A left record as a changelog row with its foreign key (LEFT_SCHEMA)."""
+    fk = None if r.value is None else spec.extract_foreign_key(r.value, index=r.i)
+    return (key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i, key_text(fk))
+
+
 class ReplayLake:
     """The changelog tables of one replay and the join's root, under `root`."""
 
@@ -53,13 +59,11 @@ class ReplayLake:
                 self._append(side, [])
 
     def _append(self, side: str, records: Sequence[FkJoinRecord]) -> None:
-        rows: list[tuple[Any, ...]] = []
-        for r in records:
-            row: tuple[Any, ...] = (key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i)
-            if side == "left":
-                fk = None if r.value is None else self.spec.extract_foreign_key(r.value, index=r.i)
-                row = (*row, key_text(fk))
-            rows.append(row)
+        if side == "left":
+            rows = [left_row(self.spec, r) for r in records]
+        else:
+            rows = [(key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i)
+                    for r in records]
         schema = LEFT_SCHEMA if side == "left" else CHANGELOG_SCHEMA
         lake.write_delta(self.spark.createDataFrame(rows, schema), self.sources[side], mode="append")
 
