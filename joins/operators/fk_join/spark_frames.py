@@ -1,14 +1,16 @@
 """The frames of one foreign-key micro-batch, wired (docs/fk_join.md, "a batch").
 
-    left changes ─▶ lhs (batch's keys and the fan-out's subscribers) ─▶ left decided ─▶ messages
-    right changes ─▶ rhs (batch's keys and the messages' foreign keys) ─▶ right decided
-    subscriptions (the right changes' keys) ─▶ versions ─▶ fan-out
-    messages ─▶ answers;  answers + fan-out ─▶ guard ─▶ compacted results
+    lhs log (the batch's left keys and the fan-out's subscribers) ─┐
+    left changes ─▶ left window (per primary key) ─▶ left decided ─▶ messages
+    rhs log (the batch's right keys and the messages' FKs) ─┐      │
+    right changes + messages ─▶ right window (per right key) ─▶ right decided, answers
+    subscriptions log (the right changes' keys) + the batch's subscriptions ─▶ fan-out
+    answers + fan-out + left timeline + lhs rows ─▶ guard window (per primary key) ─▶ results
 
-State is read only for the keys the batch needs, each read once: the batch's keys are
-broadcast into the scan (`joins.changelog.keyed_state`). What is read twice is persisted:
-the state rows read, and the decided updates (the output, the state writes and the
-subscription write all read them).
+Each window is one shuffle of the rows it needs. State is read only for the keys the batch
+needs, each log once: the keys are broadcast into the scan (`keyed_state`'s left-semi join).
+What is read twice is persisted: the lhs rows read, and both sides' decided rows (the output,
+the state writes and the subscription write all read them).
 """
 
 from __future__ import annotations
@@ -31,24 +33,30 @@ from joins.operators.fk_join.spark_protocol import (
     FK,
     HASH,
     INSTR,
+    MOVED,
     PK,
     PNULL,
     PONLY,
     VORD,
     answers,
+    as_window_rows,
     fan_out,
-    guard,
-    state_rows_of,
-    subscription_messages,
+    guarded,
+    message_rows,
     with_messages,
 )
 from joins.operators.fk_join.spark_sides import (
     APPLIED,
+    KIND,
+    MESSAGE,
     ORD,
+    UPDATE,
     K,
-    side_updates,
+    decide,
     state_struct,
+    state_window_rows,
     timeline,
+    update_rows,
 )
 
 if TYPE_CHECKING:
@@ -61,30 +69,45 @@ if TYPE_CHECKING:
 
 @dataclass
 class BatchFrames:
-    """What a batch computed; `left` / `right`: decided updates (None: no changes)."""
+    """What a batch computed; `left` / `right`: decided update rows (None: no changes)."""
 
-    left: DataFrame | None
-    right: DataFrame | None
-    messages: DataFrame | None
-    guarded: DataFrame | None
+    left: DataFrame | None = None
+    right: DataFrame | None = None
+    messages: DataFrame | None = None
+    guarded: DataFrame | None = None
     cached: list[DataFrame] = field(default_factory=list)
+
+    def cache(self, df: DataFrame) -> DataFrame:
+        self.cached.append(df.persist())
+        return df
 
     def release(self) -> None:
         for df in self.cached:
             df.unpersist()
 
 
-def _keys(df: DataFrame, column: str) -> DataFrame:
+def _union(parts: list[DataFrame]) -> DataFrame:
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part, allowMissingColumns=True)
+    return out
+
+
+def _probe(df: DataFrame, column: str) -> DataFrame:
     from pyspark.sql import functions as F
 
     return df.select(F.col(column).alias("_w"))
 
 
-def _union(parts: list[DataFrame]) -> DataFrame:
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out
+def _log(ctx: StepContext, table: str, key: str, probes: list[DataFrame]) -> DataFrame | None:
+    """The rows of a state log whose key is in one of `probes` (None: no state, nothing asked)."""
+    from pyspark.sql import functions as F
+
+    state = ctx.state(table)
+    if state is None or not probes:
+        return None
+    keys = probes[0] if len(probes) == 1 else _union(probes)
+    return state.join(F.broadcast(keys), state[key] == keys["_w"], "left_semi")
 
 
 def batch_frames(ctx: StepContext, spec: FkJoinSpec, cols: FkColumns,
@@ -94,72 +117,78 @@ def batch_frames(ctx: StepContext, spec: FkJoinSpec, cols: FkColumns,
     absent); `types`: each side's value struct type."""
     from pyspark.sql import functions as F
 
-    frames = BatchFrames(None, None, None, None)
-
-    def cache(df: DataFrame) -> DataFrame:
-        frames.cached.append(df.persist())
-        return df
-
+    frames = BatchFrames()
     new_left, new_right = marked.get("left"), marked.get("right")
+    left_struct = state_struct("left", types["left"], fk_type)
+    left_absent = state_struct("left", types["left"], fk_type, present=False)
+    right_struct = state_struct("right", types["right"], None)
+    right_absent = state_struct("right", types["right"], None, present=False)
     subs = None
     if new_right is not None:
         subs = keyed_state(ctx.state(SUBSCRIPTIONS), new_right, S_FK, keys_key=cols.right.key,
                            row_key=(S_FK, S_PK))
-        subs = None if subs is None else cache(subs.where(F.col(S_LIVE)))
-    wanted = [_keys(df, c) for df, c in ((new_left, cols.left.key), (subs, S_PK)) if df is not None]
-    left_current = None
-    if wanted:
-        left_current = keyed_state(ctx.state(LHS), _union(wanted), cols.key, keys_key="_w")
-        left_current = None if left_current is None else cache(left_current)
+        subs = None if subs is None else frames.cache(subs.where(F.col(S_LIVE)))
+    lhs = _log(ctx, LHS, cols.key, [_probe(df, c) for df, c in
+                                    ((new_left, cols.left.key), (subs, S_PK)) if df is not None])
+    lhs_rows = None if lhs is None else frames.cache(state_window_rows(lhs, cols.key, left_struct))
     if new_left is not None:
-        decided = side_updates(new_left, left_current, "left", cols, versioned=spec.left.versioned)
-        frames.left = cache(with_messages(decided, spec.join))
-        frames.messages = subscription_messages(frames.left)
-    right_wanted = [_keys(df, c) for df, c in ((new_right, cols.right.key), (frames.messages, FK))
-                    if df is not None]
-    right_current = None
-    if right_wanted:
-        right_current = keyed_state(ctx.state(RHS), _union(right_wanted), cols.right.key,
-                                    keys_key="_w")
-        right_current = None if right_current is None else cache(right_current)
+        rows = _union([update_rows(new_left, "left", cols),
+                       *([] if lhs_rows is None else [lhs_rows])])
+        decided = decide(rows, "left", left_absent, versioned=spec.left.versioned)
+        frames.left = frames.cache(with_messages(decided.where(F.col(KIND) == UPDATE), spec.join))
+        frames.messages = message_rows(frames.left)
+    right_parts, probes = [], []
     if new_right is not None:
-        frames.right = cache(side_updates(new_right, right_current, "right", cols,
-                                          versioned=spec.right.versioned))
-    left_tl = None if frames.left is None else timeline(frames.left)
-    right_tl = None if frames.right is None else timeline(frames.right)
-    responses: list[DataFrame] = []
+        right_parts.append(update_rows(new_right, "right", cols))
+        probes.append(_probe(new_right, cols.right.key))
     if frames.messages is not None:
-        absent = state_struct("right", types["right"], None, None, cols)
-        right_rows = state_rows_of(right_current, cols.right.key,
-                                   state_struct("right", types["right"], None, right_current, cols))
-        responses.append(answers(frames.messages, right_tl, right_rows, absent))
-    if right_tl is not None:
-        versions = _versions(subs, frames.messages)
-        if versions is not None:
-            moved = None if frames.left is None else frames.left.where(F.col(APPLIED)).select(K)
-            responses.append(fan_out(right_tl, versions, moved))
+        right_parts.append(as_window_rows(frames.messages))
+        probes.append(_probe(frames.messages, FK))
+    responses = []
+    right_tl = None
+    if right_parts:
+        rhs = _log(ctx, RHS, cols.right.key, probes)
+        if rhs is not None:
+            right_parts.append(state_window_rows(rhs, cols.right.key, right_struct))
+        right = frames.cache(decide(_union(right_parts), "right", right_absent,
+                                    versioned=spec.right.versioned))
+        if new_right is not None:
+            frames.right = right.where(F.col(KIND) == UPDATE)
+            right_tl = timeline(frames.right)
+        if frames.messages is not None:
+            responses.append(answers(right.where(F.col(KIND) == MESSAGE)))
+    versions = _versions(subs, frames.messages, frames.left)
+    if right_tl is not None and versions is not None:
+        responses.append(fan_out(right_tl, versions))
     if responses:
-        absent = state_struct("left", types["left"], fk_type, None, cols)
-        left_rows = state_rows_of(left_current, cols.key,
-                                  state_struct("left", types["left"], fk_type, left_current, cols))
-        frames.guarded = guard(_union(responses), left_tl, left_rows, absent,
-                               verify_hash=verify_hash)
+        left_tl = None if frames.left is None else timeline(frames.left)
+        frames.guarded = guarded(_union(responses), left_tl, lhs_rows, left_absent,
+                                 verify_hash=verify_hash)
     return frames
 
 
-def _versions(subs: DataFrame | None, messages: DataFrame | None) -> DataFrame | None:
-    """Every subscription (`_fk`, `_pk`, `_hash`) the batch saw, with `_vord`, where it was
-    made: the store's (of the right changes' keys; -1, before the batch) and the ones the
-    batch's left updates made (the first, of the same hash)."""
+def _versions(subs: DataFrame | None, messages: DataFrame | None,
+              left: DataFrame | None) -> DataFrame | None:
+    """Every subscription (`_fk`, `_pk`, `_hash`) the batch saw, with `_vord` where it was
+    made (the store's: -1, before the batch; the batch's own: the first of the same hash) and
+    `_moved` (the batch updated its left key)."""
     from pyspark.sql import functions as F
 
     parts = []
     if subs is not None:
-        parts.append(subs.select(F.col(S_FK).alias(FK), F.col(S_PK).alias(PK),
-                                 F.col(S_HASH).alias(HASH), F.lit(-1).cast("long").alias(VORD)))
+        stored = subs.select(F.col(S_FK).alias(FK), F.col(S_PK).alias(PK),
+                             F.col(S_HASH).alias(HASH), F.lit(-1).cast("long").alias(VORD))
+        if left is not None:
+            moved = left.where(F.col(APPLIED)).select(F.col(K).alias("_mk")).distinct()
+            stored = stored.join(F.broadcast(moved), F.col(PK) == F.col("_mk"), "left").select(
+                "*", F.col("_mk").isNotNull().alias(MOVED)).drop("_mk")
+        else:
+            stored = stored.withColumn(MOVED, F.lit(False))
+        parts.append(stored)
     if messages is not None:
         puts = messages.where(F.col(FK).isNotNull() & F.col(INSTR).isin(PNULL, PONLY))
-        parts.append(puts.select(FK, PK, HASH, F.col(ORD).alias(VORD)))
+        parts.append(puts.select(FK, PK, HASH, F.col(ORD).alias(VORD), F.lit(True).alias(MOVED)))
     if not parts:
         return None
-    return _union(parts).groupBy(FK, PK, HASH).agg(F.min(VORD).alias(VORD))
+    return _union(parts).groupBy(FK, PK, HASH).agg(F.min(VORD).alias(VORD),
+                                                   F.max(MOVED).alias(MOVED))

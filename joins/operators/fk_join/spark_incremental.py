@@ -69,7 +69,16 @@ from joins.operators.fk_join.spark_protocol import (
     VALID,
     compacted,
 )
-from joins.operators.fk_join.spark_sides import APPLIED, NEW, NEXT, OOO, ORD, ST, live, state_rows
+from joins.operators.fk_join.spark_sides import (
+    APPLIED,
+    NEW,
+    NEXT,
+    OOO,
+    ORD,
+    ST,
+    live,
+    state_rows,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -147,8 +156,9 @@ class FkJoinStep:
                 if not ctx.range(side).empty:
                     marked[side] = mark_expired(ctx.changes(side), c, clocks[side],
                                                 self.retention(side))
-        frames = batch_frames(ctx, self.spec, self.cols, marked, types, fk_type,
-                              verify_hash=self.verify_hash)
+        with ctx.phase("frames"):  # driver only: the plans, no Spark job
+            frames = batch_frames(ctx, self.spec, self.cols, marked, types, fk_type,
+                                  verify_hash=self.verify_hash)
         state: dict[str, Written] = {}
         if frames.left is not None:
             state[LHS] = self._lhs(ctx, frames.left)

@@ -6,24 +6,27 @@ key's value). Its store decides every update once (`joins.core.store`): expired 
 history retention, decided batch-wide by `joins.changelog.mark_expired`), out of order (a
 versioned side: older than the key's latest stored ts, tombstones included; an equal ts
 replaces) or applied. Within a batch that is a running max per key in arrival order, so one
-window per key decides it for every update of the batch at once:
+window per key decides every update of the batch at once. The window holds the key's rows of
+every kind, ordered by `_ord`:
 
-- `_applied`: the update becomes the key's current value (a tombstone: no current value);
-- `_old` / `_new`: the key's current value before / after it (`present`, `value`, `ts`, and on
-  the left `fk` and `hash`), `_old` coming from the previous applied update of the batch or
-  the key's state row;
-- `_next`: the arrival (`_ord`) of the key's next applied update of the batch (null: the last),
-  so the applied updates are the key's timeline: `_new` holds from `_ord` until `_next`.
+- its state rows (the side's keyed log, `_st`: present, value, ts, latest[, fk, hash]; the
+  largest batch id is the current one), before everything else;
+- its updates, deciding `_applied`, `_old` / `_new` (the key's current value before / after
+  the update, as a state struct) and `_next` (the `_ord` of the key's next applied update:
+  the applied updates are the key's timeline, `_new` holding from `_ord` until `_next`);
+- on the right, the subscription messages of the batch addressed to that key, each finding
+  `_r`: the right row current at the message's `_ord` (what an answer carries).
 
 `_ord` orders both inputs in one sequence: the arrival index times two plus the side (left
-first on an equal index: two inputs numbered independently), the micro-batch rule's order.
+first on an equal index: two inputs numbered independently), the micro-batch rule's order;
+state rows come before any update.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from joins.changelog import EXPIRED
+from joins.changelog import EXPIRED, STATE_BATCH
 from joins.operators.fk_join.columns import (
     OPERATOR,
     S_FK,
@@ -39,8 +42,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType, StructType
 
-K, ORD, SEQ, UTS, TOMB, VAL, UFK = "_k", "_ord", "_s", "_uts", "_tomb", "_v", "_ufk"
-ST, APPLIED, OOO, OLD, NEW, NEXT = "_st", "_applied", "_ooo", "_old", "_new", "_next"
+K, ORD, KIND, SEQ, UTS, TOMB, VAL, UFK = "_k", "_ord", "_kind", "_s", "_uts", "_tomb", "_v", "_ufk"
+ST, APPLIED, OOO, OLD, NEW, NEXT, R_AT = "_st", "_applied", "_ooo", "_old", "_new", "_next", "_r"
+# Row kinds of a side's window, in the order they sort at one `_ord`.
+STATE, UPDATE, MESSAGE = 0, 1, 2
+_STATE_ORD = -(1 << 62)  # + batch id: state rows first, the latest batch last
 
 
 def order(seq: Column, side: Side) -> Column:
@@ -51,11 +57,11 @@ def order(seq: Column, side: Side) -> Column:
 
 
 def value_hash(value: Column) -> Column:
-    """The hash of a left value a subscription carries (KIP-213's "original value hash"): of
-    its JSON spelling, 128 bits as the reference engine's; null for no value."""
+    """The hash of a left value a subscription carries (KIP-213's "original value hash"): 128
+    bits of its JSON spelling, as the reference engine's; null for no value."""
     from pyspark.sql import functions as F
 
-    return F.md5(F.to_json(value))
+    return F.unhex(F.md5(F.to_json(value)))
 
 
 def not_null(column: Column, what: str, side: Side, key: Column, seq: Column) -> Column:
@@ -77,71 +83,90 @@ def value_type(schema: StructType, side: Side, cols: FkColumns) -> StructType:
     return StructType([StructField(v, schema[v].dataType, True) for v in cols.values(side)])
 
 
-def state_struct(side: Side, vtype: DataType, fk_type: DataType | None,
-                 state: DataFrame | None, cols: FkColumns) -> Column:
-    """A key's row in the side's state as (present, value, ts, latest[, fk, hash]); present is
-    false when the key has no row."""
+def state_struct(side: Side, vtype: DataType, fk_type: DataType | None, *,
+                 present: bool = True) -> Column:
+    """A side's state row (`lhs` / `rhs` columns) as (present, value, ts, latest[, fk, hash]);
+    `present=False`: the struct of a key with no row (all null, not present)."""
     from pyspark.sql import functions as F
 
     def col(name: str, dtype: str | DataType) -> Column:
-        return F.lit(None).cast(dtype) if state is None else F.col(name).cast(dtype)
+        return F.col(name).cast(dtype) if present else F.lit(None).cast(dtype)
 
-    value = (F.lit(None).cast(vtype) if state is None else
-             F.struct(*(F.col(v).alias(v) for v in cols.values(side))).cast(vtype))
-    fields = [F.coalesce(col(S_PRESENT, "boolean"), F.lit(False)).alias("present"),
-              value.alias("value"), col(S_TS, "long").alias("ts"),
-              col(S_LATEST, "long").alias("latest")]
+    value = (F.struct(*(F.col(v) for v in vtype.fieldNames())).cast(vtype)  # type: ignore[attr-defined]
+             if present else F.lit(None).cast(vtype))
+    fields = [(F.coalesce(col(S_PRESENT, "boolean"), F.lit(False)) if present
+               else F.lit(False)).alias("present"),
+              value.alias("value"), col(S_TS, "long").alias("ts"), col(S_LATEST, "long").alias("latest")]
     if side == "left":
         assert fk_type is not None
-        fields += [col(S_FK, fk_type).alias("fk"), col(S_HASH, "string").alias("hash")]
+        fields += [col(S_FK, fk_type).alias("fk"), col(S_HASH, "binary").alias("hash")]
     return F.struct(*fields)
 
 
-def side_updates(marked: DataFrame, current: DataFrame | None, side: Side, cols: FkColumns, *,
-                 versioned: bool) -> DataFrame:
-    """Every update of `marked` (a side's new changelog rows with EXPIRED) decided against the
-    side's state (`current`: one row per key, at least the batch's keys; None: no state yet):
-    the columns of the module docstring, plus `_k`, `_s` (arrival), `_uts`, `_tomb`, `_v`."""
-    from pyspark.sql import Window
+def state_window_rows(log: DataFrame, key: str, struct: Column) -> DataFrame:
+    """A side's keyed log rows as window rows: `_k`, `_ord` (before any update, by batch id),
+    `_kind` STATE, `_st`."""
+    from pyspark.sql import functions as F
+
+    return log.select(F.col(key).alias(K),
+                      (F.lit(_STATE_ORD) + F.col(STATE_BATCH)).cast("long").alias(ORD),
+                      F.lit(STATE).alias(KIND), struct.alias(ST))
+
+
+def update_rows(marked: DataFrame, side: Side, cols: FkColumns) -> DataFrame:
+    """A side's new changelog rows (with EXPIRED) as window rows, checked: `_k`, `_ord`,
+    `_kind` UPDATE, `_s`, `_uts`, `_tomb`, `_v`, `_expired` (and on the left `_ufk`)."""
     from pyspark.sql import functions as F
 
     c = cols.changelog(side)
     key, seq = F.col(c.key), F.col(c.seq)
-    value = F.struct(*(F.col(v).alias(v) for v in cols.values(side)))
-    checked = [not_null(key, "key", side, key, seq).alias(K),
-               not_null(seq.cast("long"), "arrival index", side, key, seq).alias(SEQ),
-               not_null(F.col(c.ts).cast("long"), "ts", side, key, seq).alias(UTS),
-               not_null(F.col(c.tombstone).cast("boolean"), "tombstone flag", side, key,
-                        seq).alias(TOMB),
-               value.alias(VAL), F.col(EXPIRED)]
+    checked_seq = not_null(seq.cast("long"), "arrival index", side, key, seq)
+    out = [not_null(key, "key", side, key, seq).alias(K), order(checked_seq, side).alias(ORD),
+           F.lit(UPDATE).alias(KIND), checked_seq.alias(SEQ),
+           not_null(F.col(c.ts).cast("long"), "ts", side, key, seq).alias(UTS),
+           not_null(F.col(c.tombstone).cast("boolean"), "tombstone flag", side, key, seq).alias(TOMB),
+           F.struct(*(F.col(v).alias(v) for v in cols.values(side))).alias(VAL), F.col(EXPIRED)]
     if side == "left":
-        checked.append(F.col(cols.foreign_key).alias(UFK))
-    updates = marked.select(*checked).withColumn(ORD, order(F.col(SEQ), side))
-    vtype = updates.schema[VAL].dataType
-    fk_type = updates.schema[UFK].dataType if side == "left" else None
-    if current is not None:
-        updates = updates.join(current.withColumnRenamed(c.key, K), K, "left")
-    updates = updates.withColumn(ST, state_struct(side, vtype, fk_type, current, cols))
+        out.append(F.col(cols.foreign_key).alias(UFK))
+    return marked.select(*out)
 
-    by_key = Window.partitionBy(K).orderBy(ORD)
+
+def decide(rows: DataFrame, side: Side, absent: Column, *, versioned: bool) -> DataFrame:
+    """One window per key over `rows` (state, update and, on the right, message rows): every
+    row with `_st` (the key's state), update rows with the columns of the module docstring,
+    message rows with `_r` (the right row current at their `_ord`)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    by_key = Window.partitionBy(K).orderBy(ORD, KIND)
+    upto = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     before = by_key.rowsBetween(Window.unboundedPreceding, -1)
     after = by_key.rowsBetween(1, Window.unboundedFollowing)
-    stored = ~F.col(EXPIRED)
+    update = F.col(KIND) == F.lit(UPDATE)
+    missing = {ST: F.when(F.lit(False), absent),  # no state yet
+               # no update (only state and messages):
+               UTS: F.lit(None).cast("long"), TOMB: F.lit(None).cast("boolean"),
+               EXPIRED: F.lit(None).cast("boolean"), VAL: F.when(F.lit(False), absent["value"])}
+    for name, null in missing.items():
+        if name not in rows.columns:
+            rows = rows.withColumn(name, null)
+    state = rows.withColumn(ST, F.coalesce(F.last(ST, ignorenulls=True).over(upto), absent))
+    stored = update & ~F.col(EXPIRED)
     latest = F.greatest(F.col(f"{ST}.latest"), F.max(F.when(stored, F.col(UTS))).over(before))
     in_order = F.lit(True) if not versioned else latest.isNull() | (F.col(UTS) >= latest)
-    applied = stored & in_order
     present = ~F.col(TOMB)
-    new_fields = [present.alias("present"), F.when(present, F.col(VAL)).alias("value"),
-                  F.col(UTS).alias("ts"), F.col(UTS).alias("latest")]
+    new = [present.alias("present"), F.when(present, F.col(VAL)).alias("value"),
+           F.col(UTS).alias("ts"), F.col(UTS).alias("latest")]
     if side == "left":
-        new_fields += [F.when(present, F.col(UFK)).alias("fk"),
-                       F.when(present, value_hash(F.col(VAL))).alias("hash")]
-    new = F.struct(*new_fields)
-    decided = updates.withColumn(APPLIED, applied).withColumn(NEW, F.when(F.col(APPLIED), new))
-    previous = F.last(F.col(NEW), ignorenulls=True).over(before)
+        new += [F.when(present, F.col(UFK)).alias("fk"),
+                F.when(present, value_hash(F.col(VAL))).alias("hash")]
+    decided = state.withColumn(APPLIED, stored & in_order).withColumn(
+        NEW, F.when(F.col(APPLIED), F.struct(*new)))
+    current = F.coalesce(F.last(F.col(NEW), ignorenulls=True).over(before), F.col(ST))
     return decided.select(
         "*", (stored & ~F.col(APPLIED)).alias(OOO),
-        F.when(F.col(APPLIED), F.coalesce(previous, F.col(ST))).alias(OLD),
+        F.when(F.col(APPLIED), current).alias(OLD),
+        F.when(F.col(KIND) == F.lit(MESSAGE), current).alias(R_AT),
         F.when(F.col(APPLIED), F.first(F.when(F.col(APPLIED), F.col(ORD)),
                                        ignorenulls=True).over(after)).alias(NEXT))
 
@@ -157,8 +182,6 @@ def state_rows(decided: DataFrame, side: Side, cols: FkColumns, batch_id: int) -
     """The side's state rows this batch appends: each changed key's value after its last
     applied update (`joins.changelog.keyed`: the largest batch id per key wins)."""
     from pyspark.sql import functions as F
-
-    from joins.changelog import STATE_BATCH
 
     new = F.col(NEW)
     out = [F.col(K).alias(cols.changelog(side).key),
