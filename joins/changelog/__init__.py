@@ -12,7 +12,15 @@ and keyed state read by a batch's keys only.
 """
 
 from joins.changelog.columns import ChangelogColumns, require
-from joins.changelog.expiry import EXPIRED, ST_BEFORE, SideClock, expired_reason, mark_expired, side_clock
+from joins.changelog.expiry import (
+    EXPIRED,
+    ST_BEFORE,
+    SideClock,
+    expired_reason,
+    expired_rows,
+    mark_expired,
+    side_clock,
+)
 from joins.changelog.keyed import STATE_BATCH, compact_keyed_state, keyed_state
 
 __all__ = [
@@ -23,6 +31,7 @@ __all__ = [
     "SideClock",
     "compact_keyed_state",
     "expired_reason",
+    "expired_rows",
     "keyed_state",
     "mark_expired",
     "require",

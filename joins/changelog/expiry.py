@@ -15,6 +15,7 @@ max in arrival order across the whole batch, so it is decided set-wise:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -96,3 +97,20 @@ def expired_reason(ts: Column, retention_ms: int) -> Column:
     st = F.col(ST_BEFORE)
     return F.format_string("expired: ts %d < stream time %d - history retention %d ms = %d; "
                            "not stored", ts, st, F.lit(retention_ms), st - F.lit(retention_ms))
+
+
+def expired_rows(marked: DataFrame, side: str, cols: ChangelogColumns, values: Sequence[str], *,
+                 retention_ms: int, batch_id: int) -> DataFrame:
+    """The quarantine rows of a side's expired updates (`mark_expired`'s EXPIRED): side, key,
+    ts, `_seq`, kind, reason, the stream time and retention that expired it, the value as
+    JSON, `_batch_id`."""
+    from pyspark.sql import functions as F
+
+    record = F.to_json(F.struct(*(F.col(v) for v in values)))
+    return marked.where(F.col(EXPIRED)).select(
+        F.lit(side).alias("side"), F.col(cols.key).cast("string").alias("key"),
+        F.col(cols.ts).cast("long").alias("ts"), F.col(cols.seq).cast("long").alias("_seq"),
+        F.lit("expired").alias("kind"), expired_reason(F.col(cols.ts), retention_ms).alias("reason"),
+        F.col(ST_BEFORE).alias("stream_time"),
+        F.lit(retention_ms).cast("long").alias("history_retention_ms"),
+        record.alias("record"), F.lit(batch_id).cast("long").alias("_batch_id"))

@@ -11,6 +11,7 @@ content-preserving, so reads stay one row per key plus the batches since.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from joins import lake
@@ -22,29 +23,34 @@ STATE_BATCH = "_batch_id"
 _WIN = "_latest"
 
 
-def latest_per_key(rows: DataFrame, key: str) -> DataFrame:
-    """One row per key: the one of the largest STATE_BATCH (an aggregate: partial aggregation
-    first, so a key with many rows never lands whole on one task)."""
+def latest_per_key(rows: DataFrame, key: str | Sequence[str]) -> DataFrame:
+    """One row per key (one column or several): the one of the largest STATE_BATCH (an
+    aggregate: partial aggregation first, so a key with many rows never lands whole on one
+    task)."""
     from pyspark.sql import functions as F
 
-    payload = [c for c in rows.columns if c != key]
-    return (rows.groupBy(key).agg(F.max_by(F.struct(*payload), F.col(STATE_BATCH)).alias(_WIN))
-            .select(key, *(F.col(f"{_WIN}.{c}").alias(c) for c in payload)))
+    keys = [key] if isinstance(key, str) else list(key)
+    payload = [c for c in rows.columns if c not in keys]
+    return (rows.groupBy(*keys).agg(F.max_by(F.struct(*payload), F.col(STATE_BATCH)).alias(_WIN))
+            .select(*keys, *(F.col(f"{_WIN}.{c}").alias(c) for c in payload)))
 
 
 def keyed_state(state: DataFrame | None, keys: DataFrame, key: str, *,
-                keys_key: str | None = None) -> DataFrame | None:
-    """The current state row of each key in `keys` that has one (None: no state yet)."""
+                keys_key: str | None = None,
+                row_key: Sequence[str] | None = None) -> DataFrame | None:
+    """The current state row of each key in `keys` that has one (None: no state yet).
+    `row_key`: the state's rows are keyed by these columns, of which `key` is the one probed
+    (a subscription store keyed by (foreign key, primary key), read by foreign key)."""
     from pyspark.sql import functions as F
 
     if state is None:
         return None
     probe = keys.select(F.col(keys_key or key).alias("_probe_key"))
     wanted = state.join(F.broadcast(probe), state[key] == probe["_probe_key"], "left_semi")
-    return latest_per_key(wanted, key)
+    return latest_per_key(wanted, key if row_key is None else row_key)
 
 
-def compact_keyed_state(spark: SparkSession, path: str, key: str, *, app: str,
+def compact_keyed_state(spark: SparkSession, path: str, key: str | Sequence[str], *, app: str,
                         keep: Column | None = None) -> int | None:
     """Rewrite the state log at `path` as one row per key (only rows where `keep` holds).
     Version-guarded: a batch that committed meanwhile makes it give up (the next one runs)."""
