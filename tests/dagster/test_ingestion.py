@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from assets.layout import JoinLayout
+from assets.specs import parse_join_spec
 from hypothesis import given
 from hypothesis import strategies as st
 
 from assets import engine
 from assets.ingestion import run_ingest
-from assets.layout import JoinLayout
 from assets.manifest import IngestManifest, pending_files
-from assets.specs import parse_join_spec
 from joins.errors import ConfigError
 from pipelines.definitions import DEMO_SPEC
 
