@@ -50,8 +50,15 @@ from joins.operators.interval_join.state import (
     JoinState,
     check_snapshot_version,
 )
+from joins.operators.interval_join.validate import SOURCE, validate_row, watermark_column
 from joins.spec import parse_spec
-from joins.sql import SIDES, ColumnRef, EvaluationError, Predicate, Side
+from joins.sql import (
+    SIDES,
+    ColumnRef,
+    EvaluationError,
+    Predicate,
+    Side,
+)
 from joins.sql.columns import other_side
 
 WatermarkPolicy = Literal["wm_state", "min_buffer"]
@@ -72,7 +79,6 @@ COUNTERS: tuple[str, ...] = (
     "watermarks_emitted",
 )
 
-SOURCE = f"{OPERATOR} input"
 
 
 def _joined(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> Item:
@@ -138,28 +144,7 @@ class IntervalJoinProcessor:
         return self.schema.ordered(c for c in self.state.watermarked if c.side == side)
 
     def _validate_row(self, side: Side, row: Mapping[str, Any], index: int) -> None:
-        columns = self.schema.columns(side)
-        for key in row:
-            if key not in columns:
-                raise InputRecordError(f"unknown column of the {side} input ({side}_columns: "
-                                       f"{list(columns)})", index=index, field=f"row.{key}",
-                                       record=row, source=SOURCE)
-        for ref in self._time_columns(side):
-            if ref.name not in row:
-                raise InputRecordError(f"missing time column: every {side} row needs an integer "
-                                       f"(milliseconds) here ({self._why_time_column(ref)})",
-                                       index=index, field=f"row.{ref.name}", record=row, source=SOURCE)
-            value = row[ref.name]
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise InputRecordError(f"time column must be an integer (milliseconds), got {value!r} "
-                                       f"({self._why_time_column(ref)})",
-                                       index=index, field=f"row.{ref.name}", record=row, source=SOURCE)
-
-    def _why_time_column(self, ref: ColumnRef) -> str:
-        for bound in self.plan.bounds:
-            if ref in (bound.bounded, bound.reference):
-                return f"it is in the time bound `{bound.source}`"
-        return "a watermark of this column was received"
+        validate_row(self.plan, self.state.watermarked, side, row, index)
 
     def _late_column(self, side: Side, row: Mapping[str, Any]) -> ColumnRef | None:
         """The first time column (config order) below its last received watermark, if any."""
@@ -239,11 +224,7 @@ class IntervalJoinProcessor:
     # -- watermarks ------------------------------------------------------------------------------
 
     def _on_watermark(self, side: Side, name: str, ts: int, index: int) -> list[Item]:
-        column = self.schema.watermark_column(side, name)
-        if column is None:
-            raise InputRecordError(f"unknown column of the {side} input ({side}_columns: "
-                                   f"{list(self.schema.columns(side))})",
-                                   index=index, field=f"watermark.{name}", source=SOURCE)
+        column = watermark_column(self.schema, side, name, index)
         self._counts["watermarks_received"] += 1
         if not self.state.receive_watermark(self.plan, column, ts):
             self._counts["stale_watermarks_ignored"] += 1
