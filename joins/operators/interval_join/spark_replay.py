@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from joins.operators.interval_join.report import IntervalBatchReport
 
 _SPARK_TYPE = {"long": "long", "double": "double", "string": "string", "boolean": "boolean",
-               "json": "string"}
+               "json": "string", "null": "string"}
 
 
 def validate(spec: IntervalJoinSpec, records: Sequence[IntervalJoinRecord]) -> set[ColumnRef]:
@@ -77,7 +77,14 @@ def infer_kinds(spec: IntervalJoinSpec, records: Sequence[IntervalJoinRecord],
                 continue
             seen = {_json_kind(r.row[name]) for r in records
                     if r.side == side and r.row is not None and r.row.get(name) is not None}
-            kinds[side][name] = seen.pop() if len(seen) == 1 else ("string" if not seen else "json")
+            # No value at all: every comparison with it is NULL, whatever the other operand.
+            kinds[side][name] = seen.pop() if len(seen) == 1 else ("null" if not seen else "json")
+    # Two key columns of different kinds still join where their values are the same key (an
+    # int column against a column mixing ints and strings): both are stored as key text then.
+    for left, right in spec.plan.equi_keys:
+        pair = {kinds["left"][left.name], kinds["right"][right.name]}
+        if len(pair) > 1 and "null" not in pair:
+            kinds["left"][left.name] = kinds["right"][right.name] = "json"
     return kinds
 
 
