@@ -124,31 +124,51 @@ def finish_output(parts: list[DataFrame], layout: JoinLayout, batch_id: int) -> 
     """The union of a batch's output parts with the output's lineage columns."""
     from pyspark.sql import functions as F
 
-    from joins.operators.versioned_table.spark_batch import event_date
-
     union = parts[0]
     for part in parts[1:]:
         union = union.unionByName(part, allowMissingColumns=True)
     for name in LINEAGE_OUT:
         if name not in union.columns:
             union = union.withColumn(name, F.lit(None))
-    when = F.lit(None).cast("long")
-    for side in ("right", "left"):  # the left row's time when there is one
-        firsts = layout.time_columns(side)
-        if firsts:
-            when = F.when(F.col(SIDE_SEQ[side]).isNotNull(), F.col(layout.ref(firsts[0]))).otherwise(when)
     order = (F.lit(batch_id).cast("long") * F.lit(1 << 40) + F.col(SLOT) * F.lit(1 << 16)
              + F.col(SUB))
-    ident = F.xxhash64(F.col(KIND), F.col(SIDE_SEQ["left"]), F.col(SIDE_SEQ["right"]),
-                       F.col(WM_KEY), F.col(WM_TS))
     return union.select(
         *layout.output_columns(), F.col(SIDE_SEQ["left"]).cast("long"),
         F.col(SIDE_SEQ["right"]).cast("long"), F.col(KIND).cast("string"),
-        F.col(WM_KEY).cast("string"), F.col(WM_TS).cast("long"), ident.alias(SEQ),
+        F.col(WM_KEY).cast("string"), F.col(WM_TS).cast("long"), identity().alias(SEQ),
         order.cast("long").alias(ORDER), F.lit(batch_id).cast("long").alias(BATCH_ID),
         F.col(EMIT_POS).cast("long"), F.col(EMIT_PHASE).cast("int"),
         F.col(ORDER_BATCH).cast("long"), F.col(ORDER_POS).cast("long"), F.col(ORDER_SEQ).cast("long"),
-        event_date(when).alias(EVENT_DATE))
+        event_day(layout).alias(EVENT_DATE))
+
+
+def event_time(layout: JoinLayout) -> Column:
+    """An output row's event time: the left row's first time column (config order), or the
+    right row's for a right row padded alone; null for a watermark."""
+    from pyspark.sql import functions as F
+
+    when = F.lit(None).cast("long")
+    for side in ("right", "left"):
+        firsts = layout.time_columns(side)
+        if firsts:
+            when = F.when(F.col(SIDE_SEQ[side]).isNotNull(), F.col(layout.ref(firsts[0]))).otherwise(when)
+    return when
+
+
+def event_day(layout: JoinLayout) -> Column:
+    """The output's partition: the UTC day of `event_time`."""
+    from joins.operators.versioned_table.spark_batch import event_date
+
+    return event_date(event_time(layout))
+
+
+def identity() -> Column:
+    """An output row's identity (`_seq`): the rows it joins (or the watermark), hashed. A
+    backfill matches its rows to the micro-batches' by it; a downstream join buffers by it."""
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(F.col(KIND), F.col(SIDE_SEQ["left"]), F.col(SIDE_SEQ["right"]),
+                      F.col(WM_KEY), F.col(WM_TS))
 
 
 def quarantine_rows(layout: JoinLayout, new: dict[Side, DataFrame], batch_id: int,
