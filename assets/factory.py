@@ -17,8 +17,7 @@ What runs is the spec's engine (`spec.engine(layout)`, `joins.pipeline.PipelineE
 module only translates. Resources: `spark` (resources.SparkResource), `lake` (resources.LakeResource).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: Dagster reads the ops' config annotations at runtime.
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass

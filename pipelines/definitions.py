@@ -29,6 +29,7 @@ from dagster import (
     SensorEvaluationContext,
     SkipReason,
     define_asset_job,
+    in_process_executor,
     sensor,
 )
 
@@ -128,7 +129,9 @@ def build_definitions(specs: Sequence[PipelineSpec | dict[str, Any]] = (), *, la
         if loaded.errors:
             parts.append(Definitions(sensors=[spec_errors_sensor(loaded.errors)]))
     resources = {"spark": spark or spark_resource_from_env(), "lake": LakeResource(root=lake_root)}
-    return Definitions.merge(*parts, Definitions(resources=resources))
+    # Every step of a run in one process: they share its one SparkSession (a JVM start costs
+    # seconds; the default multiprocess executor would start one per step).
+    return Definitions.merge(*parts, Definitions(resources=resources, executor=in_process_executor))
 
 
 defs = build_definitions(lake_root=lake_root_from_env(), spec_dir=specs_dir_from_env())

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from joins import lake
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-    from joins.pipeline.layout import PipelineLayout
+    from joins.pipeline.spec import PipelineLayout
 
 
 @dataclass(frozen=True)
@@ -59,11 +59,14 @@ def count_rows(spark: SparkSession, path: str) -> int:
 
 def quarantine_by_kind(spark: SparkSession, path: str) -> dict[str, int]:
     """{reason kind: rows} of a quarantine table (one tiny aggregate row per kind)."""
-    from pyspark.sql import functions as F
-
     if not lake.table_exists(path):
         return {}
-    df = lake.read_delta(spark, path)
+    return _by_kind(lake.read_delta(spark, path))
+
+
+def _by_kind(df: DataFrame) -> dict[str, int]:
+    from pyspark.sql import functions as F
+
     kind = F.col("kind") if "kind" in df.columns else F.lit("late")
     return {str(r["k"]): int(r["n"]) for r in
             df.groupBy(kind.alias("k")).agg(F.count("*").alias("n")).collect()}
@@ -71,13 +74,18 @@ def quarantine_by_kind(spark: SparkSession, path: str) -> dict[str, int]:
 
 def quarantine_counts(spark: SparkSession, layout: PipelineLayout) -> QuarantineCounts:
     """rows in = stored + quarantined rows of each source; quarantined = every source's
-    quarantine table plus the join's (rows of its inputs it did not take, already counted in)."""
+    quarantine table (the rows of batches whose commit point landed: a batch counts whole or
+    not at all) plus the join's (rows of its inputs it did not take, already counted in)."""
+    from joins.operators.versioned_table.quarantine import read_committed_quarantine
+
     by_kind: dict[tuple[str, str], int] = {}
     rows_in = 0
     for item in layout.spec.pipeline_inputs():
         source = item.source
         rows_in += count_rows(spark, layout.table(source))
-        for kind, n in quarantine_by_kind(spark, layout.quarantine(source)).items():
+        committed = read_committed_quarantine(spark, layout.quarantine(source),
+                                              table_path=layout.table(source), source_id=source.name)
+        for kind, n in ({} if committed is None else _by_kind(committed)).items():
             by_kind[(source.name, kind)] = n
             rows_in += n
     for kind, n in quarantine_by_kind(spark, layout.join_quarantine).items():

@@ -6,6 +6,14 @@ changed, commits output, state and consumed versions exactly once under a writer
 replaces event-day partitions for a backfill in one commit.
 """
 
+from joins.incremental.adapted import DeltaTableSource
+from joins.incremental.backfill import (
+    BackfillContext,
+    BackfillResult,
+    BackfillRows,
+    DayDiff,
+    run_backfill,
+)
 from joins.incremental.context import StepContext
 from joins.incremental.contract import (
     EVENT_DATE,
@@ -28,20 +36,26 @@ from joins.incremental.log import (
     LogTail,
     VersionRange,
 )
-from joins.incremental.runner import DEFAULT_WAIT_S, BatchResult, run_microbatch
+from joins.incremental.runner import DEFAULT_LEASE_TTL_S, DEFAULT_WAIT_S, BatchResult, run_microbatch
 from joins.incremental.sources import Source
 
 __all__ = [
     "COMPACT_EVERY",
+    "DEFAULT_LEASE_TTL_S",
     "DEFAULT_WAIT_S",
     "EVENT_DATE",
     "OUTPUT",
     "QUARANTINE",
+    "BackfillContext",
+    "BackfillResult",
+    "BackfillRows",
     "BatchDone",
     "BatchLog",
     "BatchPlan",
     "BatchResult",
     "BatchStateError",
+    "DayDiff",
+    "DeltaTableSource",
     "IncrementalOperator",
     "JoinRoot",
     "LogTail",
@@ -53,5 +67,6 @@ __all__ = [
     "TableOutcome",
     "VersionRange",
     "Written",
+    "run_backfill",
     "run_microbatch",
 ]

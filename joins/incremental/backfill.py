@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from joins import lake
 from joins.errors import ConfigError
+from joins.incremental import hooks
 from joins.incremental.contract import EVENT_DATE
 from joins.incremental.layout import JoinRoot
 from joins.incremental.log import BatchDone, BatchLog, BatchStateError
 from joins.incremental.phases import PhaseClock
-from joins.incremental.runner import as_sources, check_progress
+from joins.incremental.runner import DEFAULT_LEASE_TTL_S, as_sources, check_progress
 from joins.incremental.sources import Source
 
 if TYPE_CHECKING:
@@ -132,22 +133,11 @@ def parse_days(name: str, days: Sequence[str | dt.date]) -> list[dt.date]:
     return sorted(set(parsed))
 
 
-def read_days(spark: SparkSession, path: str, column: str, days: list[dt.date], *,
-              version: int | None) -> DataFrame:
-    """The rows of `days`, by partition pruning when `column` partitions the table."""
-    from pyspark.sql import functions as F
-
-    try:
-        return lake.read_delta(spark, path, version=version, partitions={column: days})
-    except lake.LakeError:
-        # Not partitioned by the day column: filter instead.
-        return lake.read_delta(spark, path, version=version).where(F.col(column).isin(days))
-
-
 def run_backfill(spark: SparkSession, operator: IncrementalOperator, form: BatchForm,
                  root: str | JoinRoot, sources: Mapping[str, Source | str],
                  days: Sequence[str | dt.date], *, dry_run: bool = False,
-                 wait_s: float = DEFAULT_BACKFILL_WAIT_S) -> BackfillResult:
+                 wait_s: float = DEFAULT_BACKFILL_WAIT_S,
+                 lease_ttl_s: float = DEFAULT_LEASE_TTL_S) -> BackfillResult:
     """Recompute `days` (event dates) with `form` and replace exactly those days' output rows
     in one version-guarded commit; report the difference to what was there."""
     jr = root if isinstance(root, JoinRoot) else JoinRoot(root)
@@ -156,7 +146,7 @@ def run_backfill(spark: SparkSession, operator: IncrementalOperator, form: Batch
     clock = PhaseClock(spark, operator.name)
     purpose = f"{operator.name} {'agreement check' if dry_run else 'backfill'} of " \
               f"{wanted[0]}..{wanted[-1]}"
-    lease = lake.Lease(jr.lease, purpose=purpose)
+    lease = lake.Lease(jr.lease, purpose=purpose, ttl_s=lease_ttl_s)
     with lease.held(wait_s=wait_s):
         with clock.phase("backfill plan"):
             tail = BatchLog(jr.checkpoints, operator.name).tail()
@@ -197,10 +187,11 @@ def _replace(spark: SparkSession, name: str, root: JoinRoot, wanted: list[dt.dat
     try:
         old = None
         if output_before is not None:
-            old = read_days(spark, root.output, EVENT_DATE, wanted, version=output_before)
+            old = Source(root.output).rows_of_days(spark, output_before, wanted)
         with clock.phase("backfill diff"):
             per_day = diff_days(new, old, identity=computed.identity, compared=computed.compared)
         commit_version = None
+        hooks.at("backfill computed")
         if not dry_run and any(d.added or d.removed or d.changed for d in per_day):
             lease.check()
             with clock.phase("backfill commit"):

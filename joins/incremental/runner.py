@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from joins import lake
 from joins.asof import input_errors
 from joins.errors import ConfigError
+from joins.incremental import hooks
 from joins.incremental.context import StepContext
 from joins.incremental.contract import (
     CHECKPOINTS,
@@ -102,6 +103,7 @@ def run_microbatch(spark: SparkSession, operator: IncrementalOperator, root: str
             planned = _plan(operator, jr, srcs, log, batch_id)
         if isinstance(planned, BatchResult):
             return dataclasses.replace(planned, timings=clock.timings)
+        hooks.at("planned")
         return _execute(spark, operator, jr, srcs, planned, log, lease, clock)
     raise AssertionError("unreachable")
 
@@ -180,6 +182,7 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
     commits: dict[str, int | None] = {}
     try:
         for table, written, mode, partition_by in _writes(operator, result):
+            hooks.at(f"before commit {table}")
             lease.check()
             with clock.phase(f"commit {table}"):
                 outcome = _write(operator.name, root.sub(table), table, written, bid, mode=mode,
@@ -194,6 +197,7 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
     done = BatchDone(batch_id=bid, sources=dict(plan.sources),
                      consumed={role: r.last for role, r in plan.ranges.items()},
                      carry=carry, report=report)
+    hooks.at("before done")
     lease.check()
     with clock.phase("done"):
         commits[CHECKPOINTS] = log.write_done(done)

@@ -8,11 +8,14 @@ the commit order.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from joins import lake
+
+EVENT_DATE = "event_date"
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -44,3 +47,14 @@ class Source:
     def snapshot(self, spark: SparkSession, version: int,
                  columns: Sequence[str] | None = None) -> DataFrame:
         return lake.read_delta(spark, self.path, version=version, columns=columns)
+
+    def rows_of_days(self, spark: SparkSession, version: int, days: Sequence[dt.date]) -> DataFrame:
+        """The rows whose `event_date` is one of `days`, at `version` (partition pruning when the
+        table is partitioned by it)."""
+        from pyspark.sql import functions as F
+
+        try:
+            return lake.read_delta(spark, self.path, version=version, partitions={EVENT_DATE: days})
+        except lake.LakeError:
+            # Not partitioned by the day column: filter instead.
+            return self.snapshot(spark, version).where(F.col(EVENT_DATE).isin(list(days)))

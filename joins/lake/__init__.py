@@ -5,6 +5,7 @@ in the project that imports `deltalake`.
     read_delta / read_changes      Delta table (version, timestamp, increment) -> DataFrame
     write_delta                    DataFrame -> one Delta commit, idempotent with an AppTxn
     vacuum_orphans                 remove files of writes that never committed
+    table_properties               Delta table properties (set_table_properties records new ones)
     Lease                          one writer at a time (a join, an ingest source)
 """
 
@@ -18,6 +19,7 @@ from joins.lake.errors import (
 from joins.lake.finish import committed_write
 from joins.lake.lease import Lease, LeaseLostError, LeaseRecord, WriterBusyError
 from joins.lake.model import AppTxn, CommitInfo
+from joins.lake.properties import set_table_properties, table_properties
 from joins.lake.read import read_delta
 from joins.lake.small import read_arrow, write_arrow
 from joins.lake.table import delta_version, table_exists, table_schema, txn_version
@@ -42,7 +44,9 @@ __all__ = [
     "read_arrow",
     "read_changes",
     "read_delta",
+    "set_table_properties",
     "table_exists",
+    "table_properties",
     "table_schema",
     "txn_version",
     "vacuum_orphans",

@@ -20,7 +20,7 @@ from joins.lake.errors import LakeError, UnsupportedTableError
 from joins.lake.location import TableLocation
 from joins.lake.log import commit_actions
 from joins.lake.model import FileEntry
-from joins.lake.read import scan_files
+from joins.lake.read import ORIGIN_FILE, ORIGIN_ROW, scan_files, stripped_path
 from joins.lake.schema import parse_partition_value
 from joins.lake.table import Snapshot, open_snapshot
 
@@ -93,14 +93,54 @@ def added_files(loc: TableLocation, snap: Snapshot, from_version: int, end: int)
     return out
 
 
+# Arrival order of a commit's rows: version, file's place in its commit, row in its file.
+_VERSION_SHIFT, _FILE_SHIFT = 40, 24
+MAX_ROWS_PER_FILE = 1 << _FILE_SHIFT
+MAX_FILES_PER_COMMIT = 1 << (_VERSION_SHIFT - _FILE_SHIFT)
+
+
 def read_changes(spark: SparkSession, path: str | os.PathLike[str], from_version: int,
-                 to_version: int | None = None) -> DataFrame:
+                 to_version: int | None = None, *, arrival_column: str | None = None) -> DataFrame:
     """The rows added by the commits in (from_version, to_version] (to_version: latest), with
-    the schema of `to_version`. `from_version=-1` starts before the first commit."""
+    the schema of `to_version`. `from_version=-1` starts before the first commit.
+
+    `arrival_column` adds each row's place in the table's history as a long: (commit version,
+    the file's place in its commit, the row's place in its file), packed so that sorting by it
+    is commit order. For tables that carry no arrival order of their own."""
     loc = TableLocation.of(path)
     snap, end = _range(loc, from_version, to_version)
     files = added_files(loc, snap, from_version, end)
-    return scan_files(spark, loc, snap.schema, snap.partition_by, [f.entry for f in files], None)
+    entries = [f.entry for f in files]
+    if arrival_column is None:
+        return scan_files(spark, loc, snap.schema, snap.partition_by, entries, None)
+    return _with_arrival(spark, loc, snap, files, arrival_column)
+
+
+def _with_arrival(spark: SparkSession, loc: TableLocation, snap: Snapshot, files: list[AddedFile],
+                  column: str) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    frame = scan_files(spark, loc, snap.schema, snap.partition_by, [f.entry for f in files], None,
+                       origin=True)
+    places: list[tuple[str, int]] = []
+    in_commit: dict[int, int] = {}
+    for f in files:
+        ordinal = in_commit.get(f.version, 0)
+        in_commit[f.version] = ordinal + 1
+        if ordinal >= MAX_FILES_PER_COMMIT:
+            raise LakeError(f"{loc}: version {f.version} adds more than {MAX_FILES_PER_COMMIT} "
+                            "files; their arrival order cannot be packed into one long")
+        places.append((stripped_path(loc.spark_path(f.entry.path)),
+                       (f.version << _VERSION_SHIFT) | (ordinal << _FILE_SHIFT)))
+    base = spark.createDataFrame(places or [("", 0)], f"{ORIGIN_FILE} string, _tj_base long")
+    too_long = F.raise_error(F.lit(f"{loc}: a file holds more than {MAX_ROWS_PER_FILE} rows; "
+                                   "their arrival order cannot be packed into one long"))
+    unknown = F.raise_error(F.concat(F.lit(f"{loc}: no commit adds the file "), F.col(ORIGIN_FILE)))
+    row = (F.when(F.col("_tj_base").isNull(), unknown)
+           .when(F.col(ORIGIN_ROW) >= MAX_ROWS_PER_FILE, too_long).otherwise(F.col(ORIGIN_ROW)))
+    return (frame.join(F.broadcast(base), ORIGIN_FILE, "left")
+            .withColumn(column, F.col("_tj_base") + row)
+            .drop(ORIGIN_FILE, ORIGIN_ROW, "_tj_base"))
 
 
 def change_stats(path: str | os.PathLike[str], from_version: int,

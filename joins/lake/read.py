@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from joins.lake.errors import LakeError
+from joins.lake.errors import LakeError, UnsupportedTableError
 from joins.lake.location import TableLocation
 from joins.lake.model import FileEntry
 from joins.lake.schema import (
@@ -63,17 +63,26 @@ def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: in
     return scan_files(spark, snap.loc, schema, parts, files, columns)
 
 
+ORIGIN_FILE, ORIGIN_ROW = "_tj_origin_file", "_tj_origin_row"
+
+
 def scan_files(spark: SparkSession, loc: TableLocation, schema: T.StructType,
                partition_by: list[str], files: Sequence[FileEntry],
-               columns: Sequence[str] | None) -> DataFrame:
-    """A DataFrame over `files` with `schema` (partition columns from each file's values)."""
+               columns: Sequence[str] | None, *, origin: bool = False) -> DataFrame:
+    """A DataFrame over `files` with `schema` (partition columns from each file's values).
+    `origin` adds each row's file (its path without scheme, decoded) and row index within the
+    file (ORIGIN_FILE, ORIGIN_ROW): the physical order of a commit's rows."""
     names = schema.fieldNames()
     wanted = list(columns) if columns is not None else names
     unknown = [c for c in wanted if c not in names]
     if unknown:
         raise LakeError(f"{loc}: columns {unknown} are not in the table (columns: {names})")
+    extra = [ORIGIN_FILE, ORIGIN_ROW] if origin else []
     if not files:
-        return spark.createDataFrame([], T.StructType([schema[c] for c in wanted]))
+        fields = [schema[c] for c in wanted]
+        if origin:
+            fields += [T.StructField(ORIGIN_FILE, T.StringType()), T.StructField(ORIGIN_ROW, T.LongType())]
+        return spark.createDataFrame([], T.StructType(fields))
     data_schema = T.StructType([f for f in schema.fields if f.name not in partition_by])
     paths = [loc.spark_path(f.path) for f in files]
     if not partition_by:
@@ -82,8 +91,25 @@ def scan_files(spark: SparkSession, loc: TableLocation, schema: T.StructType,
         full = T.StructType(list(data_schema.fields) + [schema[p] for p in partition_by])
         frame = spark.read.schema(full).option("basePath", loc.spark_path()).parquet(*paths)
     else:
+        if origin:
+            raise UnsupportedTableError(f"{loc}: the table's files are not laid out as col=value "
+                                        "directories; their rows' arrival order cannot be read")
         frame = _join_partition_values(spark, loc, data_schema, schema, partition_by, files, paths)
-    return frame.select(*[_col(c) for c in wanted])
+    if origin:
+        frame = frame.withColumn(ORIGIN_FILE, F.regexp_replace(_decoded_file(), _URI_PREFIX, "")) \
+            .withColumn(ORIGIN_ROW, F.col("_metadata.row_index"))
+    return frame.select(*[_col(c) for c in wanted], *extra)
+
+
+def _decoded_file() -> Column:
+    # Spark reports the file as a URI-encoded string; decode it ('+' is literal in a path, not
+    # a space).
+    return F.url_decode(F.replace(F.col("_metadata.file_path"), F.lit("+"), F.lit("%2B")))
+
+
+def stripped_path(path: str) -> str:
+    """A Spark path without scheme and authority, as ORIGIN_FILE holds it."""
+    return re.sub(_URI_PREFIX, "", path)
 
 
 def hive_layout(files: Sequence[FileEntry], schema: T.StructType, partition_by: list[str]) -> bool:
@@ -112,14 +138,12 @@ def _join_partition_values(spark: SparkSession, loc: TableLocation, data_schema:
         [T.StructField(_FILE_KEY, T.StringType(), False),
          T.StructField(_FILE_HIT, T.BooleanType(), False)]
         + [T.StructField(p, schema[p].dataType, True) for p in partition_by])
-    rows = [(re.sub(_URI_PREFIX, "", path), True, *[f.partition_values.get(p) for p in partition_by])
+    rows = [(stripped_path(path), True, *[f.partition_values.get(p) for p in partition_by])
             for f, path in zip(files, paths, strict=True)]
     mapping = spark.createDataFrame(rows, mapping_schema)
-    # Spark reports the file as a URI-encoded string; decode it ('+' is literal in a path, not a
-    # space) and drop scheme and authority so it matches the mapping's decoded path.
-    decoded = F.url_decode(F.replace(F.col("_metadata.file_path"), F.lit("+"), F.lit("%2B")))
+    # Scheme and authority dropped, so that it matches the mapping's decoded path.
     data = spark.read.schema(data_schema).parquet(*paths).withColumn(
-        _FILE_KEY, F.regexp_replace(decoded, _URI_PREFIX, ""))
+        _FILE_KEY, F.regexp_replace(_decoded_file(), _URI_PREFIX, ""))
     joined = data.join(F.broadcast(mapping), _FILE_KEY, "left")
     missing = F.raise_error(F.concat(F.lit(f"{loc}: no partition values for file "),
                                      F.col(_FILE_KEY)))

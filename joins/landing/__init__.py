@@ -2,12 +2,13 @@
 validated row by row, applied to a versioned Delta table with bad rows refused or quarantined."""
 
 from joins.landing.ingest import ingest_landing, table_layout
-from joins.landing.reader import LandingBatch, LandingRecordError, read_landing
+from joins.landing.reader import LandingBatch, LandingFileError, LandingRecordError, read_landing
 from joins.landing.spec import ColumnSpec, LandingSpec
 
 __all__ = [
     "ColumnSpec",
     "LandingBatch",
+    "LandingFileError",
     "LandingRecordError",
     "LandingSpec",
     "ingest_landing",

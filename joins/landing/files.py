@@ -1,52 +1,173 @@
-"""Which landing files a batch reads, in arrival order, and how Spark names them."""
+"""Which landing files a batch reads, in arrival order, which of them cannot be read at all, and
+how Spark is told their exact names.
+
+Only regular files are read. A symbolic link is never followed (it could point anywhere: a
+system file's lines would land in the quarantine) and a directory, FIFO, socket or device is no
+landing file; each is refused with a reason, and the ingest quarantines it as a whole file.
+
+Spark's file sources treat a path as a glob pattern (`[ ] { } * ? \\` are special): a landed
+`a*.jsonl` would also read `ab.jsonl`. Paths given to Spark are therefore escaped to match only
+themselves, and local files are read through Hadoop's raw local file system (the checksumming
+default cannot open a name with `:`, it builds a relative `.name.crc` path from it).
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import BinaryIO
 from urllib.parse import unquote, urlparse
 
 from joins.errors import ConfigError
 from joins.landing.spec import OPERATOR
 
+_GLOB_CHARS = frozenset("[]{}*?\\")
+# Reader options (merged into the read's Hadoop configuration) for local files.
+RAW_LOCAL_OPTIONS = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+                     "fs.file.impl.disable.cache": "true"}
 
-def list_landing_files(files: str | Sequence[str]) -> list[str]:
-    """The batch's files in arrival order: sorted by file name (then by full path).
 
-    A directory (local) stands for its files, hidden and `_`-prefixed ones excepted (Spark and
-    Delta write markers like `_SUCCESS`)."""
+@dataclass(frozen=True)
+class LandingFile:
+    """A file of a batch: its path, and why it cannot be read (None: a regular file)."""
+
+    path: str
+    problem: str | None = None
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path.rstrip("/"))
+
+
+def is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def _kind_of(mode: int) -> str:
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def file_problem(path: str) -> str | None:
+    """Why `path` is no readable landing file (None: it is one). Never follows a link."""
+    if is_remote(path):
+        import pyarrow.fs as pafs
+
+        fs, inner = pafs.FileSystem.from_uri(path)
+        kind = fs.get_file_info(inner).type
+        if kind == pafs.FileType.NotFound:
+            return "the file no longer exists (removed after it landed)"
+        return None if kind == pafs.FileType.File else "not a regular file (a directory)"
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "the file no longer exists (removed after it landed)"
+    except OSError as exc:
+        return f"cannot be examined: {exc.strerror or exc}"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link: links are not followed, land the file itself"
+    if not stat.S_ISREG(mode):
+        return f"{_kind_of(mode)}, not a regular file"
+    return None
+
+
+def scan_folder(folder: str) -> list[LandingFile]:
+    """The entries of a landing folder in arrival order (name order), each with its problem.
+    Hidden and `_`-prefixed names are not landed yet (writers rename files into place; Spark
+    and Delta write markers like `_SUCCESS`). A missing folder has no files."""
+    if is_remote(folder):
+        import pyarrow.fs as pafs
+
+        fs, inner = pafs.FileSystem.from_uri(folder)
+        infos = fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+        base = folder.rstrip("/")
+        entries = [LandingFile(f"{base}/{i.base_name}", None if i.type == pafs.FileType.File
+                               else "not a regular file (a directory)") for i in infos
+                   if not i.base_name.startswith((".", "_"))]
+    else:
+        if not os.path.isdir(folder):
+            return []
+        entries = [LandingFile(os.path.join(folder, name), file_problem(os.path.join(folder, name)))
+                   for name in os.listdir(folder) if not name.startswith((".", "_"))]
+    return sorted(entries, key=lambda f: (f.name, f.path))
+
+
+def list_landing_files(files: str | Sequence[str]) -> list[LandingFile]:
+    """The batch's files in arrival order: sorted by file name (then by full path). A directory
+    given as `files` stands for its entries (see `scan_folder`); a named file that does not
+    exist is an error of the caller."""
+    if isinstance(files, str) and (is_remote(files) or os.path.isdir(files)):
+        return scan_folder(files)
     paths = [files] if isinstance(files, str) else list(files)
-    listed: list[str] = []
+    listed: dict[str, LandingFile] = {}
     for path in paths:
-        if "://" not in path and os.path.isdir(path):
-            listed += [os.path.join(path, name) for name in os.listdir(path)
-                       if not name.startswith((".", "_"))
-                       and os.path.isfile(os.path.join(path, name))]
-        elif "://" not in path and not os.path.exists(path):
+        if not is_remote(path) and not os.path.lexists(path):
             raise ConfigError(f"{OPERATOR}: landing file {path!r} does not exist")
-        else:
-            listed.append(path)
-    ordered = sorted(set(listed), key=lambda p: (os.path.basename(p.rstrip("/")), p))
-    return ordered
+        listed[path] = LandingFile(path, file_problem(path))
+    return sorted(listed.values(), key=lambda f: (f.name, f.path))
 
 
-def spark_path_key(path: str) -> str:
-    """A comparable form of a path as given by a user or as Spark's `_metadata.file_path` spells
-    it (`file:/tmp/a%20b.csv` for the local `/tmp/a b.csv`)."""
-    if path.startswith("file:"):
-        return os.path.normpath(unquote(urlparse(path).path))
+def open_landing_file(path: str) -> BinaryIO:
+    """Open a landing file for reading without following a symbolic link; anything but a
+    regular file is refused (a FIFO swapped in since the listing would block the task)."""
     if "://" in path:
-        return path
-    return os.path.normpath(os.path.abspath(path))
+        import pyarrow.fs as pafs
+
+        fs, inner = pafs.FileSystem.from_uri(path)
+        return fs.open_input_stream(inner)  # type: ignore[return-value]
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def spark_path(path: str) -> str:
+    """`path` as a Spark file source reads it: absolute, glob characters escaped."""
+    if not is_remote(path):
+        path = os.path.abspath(path)
+    return "".join("\\" + ch if ch in _GLOB_CHARS else ch for ch in path)
+
+
+def reader_options(paths: Sequence[str]) -> dict[str, str]:
+    return RAW_LOCAL_OPTIONS if any(not is_remote(p) for p in paths) else {}
+
+
+def _path_keys(path: str) -> list[str]:
+    """Comparable forms of a path as given by a user or as Spark's `_metadata.file_path` spells
+    it: `file:/tmp/a%20b.csv` for the local `/tmp/a b.csv`, but `file:/tmp/a*.csv` unescaped
+    for a name Hadoop took from a glob match; both readings are tried."""
+    if path.startswith("file:"):
+        raw = urlparse(path).path
+        return [os.path.normpath(unquote(raw)), os.path.normpath(raw)]
+    if is_remote(path):
+        return [path, unquote(path)]
+    return [os.path.normpath(os.path.abspath(path))]
 
 
 def display_names(spark_paths: Sequence[str], files: Sequence[str]) -> dict[str, tuple[int, str]]:
     """Spark file path -> (position in arrival order, the path as the user gave it)."""
-    by_key = {spark_path_key(f): (i, f) for i, f in enumerate(files)}
+    by_key = {_path_keys(f)[0]: (i, f) for i, f in enumerate(files)}
     out: dict[str, tuple[int, str]] = {}
     for sp in spark_paths:
-        found = by_key.get(spark_path_key(sp))
+        found = next((by_key[k] for k in _path_keys(sp) if k in by_key), None)
         if found is None:
             raise ConfigError(f"{OPERATOR}: Spark read a file that was not listed: {sp}")
         out[sp] = found
     return out
+
+
+def read_error_text(exc: BaseException) -> str:
+    """A one-line account of why a read failed: a JVM error's own message (the line after
+    py4j's "An error occurred while calling ...") and its root cause."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    head = next((ln[1:].strip() for ln in lines if ln.startswith(":")), lines[0] if lines else "")
+    causes = [ln[len("Caused by:"):].strip() for ln in lines if ln.startswith("Caused by:")]
+    text = head if not causes else f"{head} (cause: {causes[-1]})"
+    return (text or type(exc).__name__)[:400]

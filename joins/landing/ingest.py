@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from joins.landing.reader import read_landing
 from joins.landing.spec import LandingSpec, require_spec
+from joins.operators.versioned_table.batches import IngestReport, recorded_batch_report
 from joins.operators.versioned_table.spark_batch import VersionedDeltaLayout
-from joins.operators.versioned_table.spark_incremental import (
-    DEFAULT_BLOCK_ROWS,
-    IngestReport,
-    ingest_changelog,
-    recorded_batch_report,
-)
+from joins.operators.versioned_table.spark_incremental import ingest_changelog
+from joins.operators.versioned_table.stream_time import DEFAULT_BLOCK_ROWS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,13 +25,17 @@ def table_layout(spec: LandingSpec, history_retention_ms: int) -> VersionedDelta
 
 def ingest_landing(spark: SparkSession, files: str | Sequence[str], spec: LandingSpec | dict[str, Any],
                    *, versions_path: str, quarantine_path: str, source_id: str, batch_id: int,
-                   history_retention_ms: int, block_rows: int = DEFAULT_BLOCK_ROWS) -> IngestReport:
+                   history_retention_ms: int, block_rows: int = DEFAULT_BLOCK_ROWS,
+                   refused: Sequence[tuple[str, str]] = (),
+                   before_commit: Callable[[], None] | None = None) -> IngestReport:
     """Read one batch of landing files and apply it to the versioned table.
 
-    rows in (non-blank data rows of the files) = stored + expired + quarantined. With
-    `on_bad_record: fail` a bad row raises LandingRecordError and nothing is written; with
-    `quarantine` bad rows go to the quarantine table in the batch's quarantine commit. A batch
-    already committed is not read again: its recorded report comes back with `skipped`."""
+    rows in (non-blank data rows of the files, plus one per file quarantined whole) = stored +
+    expired + quarantined. With `on_bad_record: fail` a bad row raises LandingRecordError (a bad
+    file LandingFileError) and nothing is written; with `quarantine` bad rows and files go to the
+    quarantine table in the batch's quarantine commit. `refused` files (path, problem) are
+    quarantined without being opened. A batch already committed is not read again: its recorded
+    report comes back with `skipped`. `before_commit` runs before each commit."""
     spec = require_spec(spec)
     layout = table_layout(spec, history_retention_ms)
     recorded = recorded_batch_report(spark, versions_path=versions_path,
@@ -42,11 +43,12 @@ def ingest_landing(spark: SparkSession, files: str | Sequence[str], spec: Landin
                                      batch_id=batch_id)
     if recorded is not None:
         return recorded
-    batch = read_landing(spark, files, spec)
+    batch = read_landing(spark, files, spec, refused=refused)
     try:
         bad = batch.bad_records if spec.on_bad_record == "quarantine" else None
         return ingest_changelog(spark, batch.changelog, layout, versions_path=versions_path,
                                 quarantine_path=quarantine_path, source_id=source_id,
-                                batch_id=batch_id, bad_records=bad, block_rows=block_rows)
+                                batch_id=batch_id, bad_records=bad, block_rows=block_rows,
+                                before_commit=before_commit)
     finally:
         batch.close()

@@ -5,6 +5,10 @@ cannot hold without loss (a string or a double where an integer is declared, a t
 event time) is a problem of every row of that file. Rows are numbered by Spark's
 `_metadata.row_index` (0-based position in the file, so source_row = row_index + 1); files are
 read in groups of identical schema, each file's rows keep their own types.
+
+A file that is no readable Parquet (empty, truncated, not Parquet at all: its footer does not
+read; or a data page that does not decode) is returned as unreadable, with the reason, and the
+other files are read without it.
 """
 
 from __future__ import annotations
@@ -12,11 +16,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from joins.landing.files import display_names
+from joins.landing.files import (
+    display_names,
+    open_landing_file,
+    read_error_text,
+    reader_options,
+    spark_path,
+)
+from joins.landing.numbering import arrivals_by_file
 from joins.landing.spec import SPARK_TYPES, LandingSpec
-from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, problem_col
+from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, problem_col, too_large
+from joins.operators.versioned_table.quarantine import SOURCE_FILE, SOURCE_ROW
 from joins.operators.versioned_table.spark_batch import ARRIVAL
-from joins.operators.versioned_table.spark_incremental import SOURCE_FILE, SOURCE_ROW
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -36,14 +47,26 @@ def _lossless(file_type: DataType, declared: str) -> bool:
     return file_type.typeName() in _LOSSLESS[declared]
 
 
+def footer_problem(path: str) -> str | None:
+    """Why `path` is no readable Parquet file, judged by its footer (None: it reads)."""
+    import pyarrow.parquet as pq
+
+    try:
+        with open_landing_file(path) as stream:
+            pq.ParquetFile(stream).metadata  # noqa: B018 (reading the footer is the check)
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
+        return f"not a readable Parquet file: {read_error_text(exc)}"
+    return None
+
+
 def _group_cells(df: DataFrame, schema: StructType, spec: LandingSpec) -> DataFrame:
     from pyspark.sql import functions as F
 
     present = {f.name: f.dataType for f in schema.fields}
+    record = F.to_json(F.struct(*(F.col(f"`{n}`") for n in schema.names)))
     cols: list[Column] = [
-        F.col("_fp"), F.col("_ri"),
-        F.to_json(F.struct(*(F.col(f"`{n}`") for n in schema.names))).alias(RECORD),
-        F.lit(None).cast("string").alias(RECORD_PROBLEM),
+        F.col("_fp"), F.col("_ri"), record.alias(RECORD),
+        too_large(F.octet_length(record), spec).alias(RECORD_PROBLEM),
     ]
     for name, typ in spec.checked_columns():
         spark_type = SPARK_TYPES[typ]
@@ -61,35 +84,81 @@ def _group_cells(df: DataFrame, schema: StructType, spec: LandingSpec) -> DataFr
     return df.select(*cols)
 
 
-def parquet_cells(spark: SparkSession, files: Sequence[str],
-                  spec: LandingSpec) -> tuple[DataFrame, list[DataFrame]]:
+def _read(spark: SparkSession, files: Sequence[str], schema: StructType) -> DataFrame:
     from pyspark.sql import functions as F
 
-    if not files:
-        return empty_cells(spark, spec), []
+    return spark.read.options(**reader_options(files)).schema(schema).parquet(
+        *(spark_path(f) for f in files)).select(
+        "*", F.col("_metadata.file_path").alias("_fp"), F.col("_metadata.row_index").alias("_ri"))
+
+
+def _decodes(spark: SparkSession, path: str, schema: StructType) -> str | None:
+    """Why the data of one file does not decode (None: every column of every row reads)."""
+    from pyspark.sql import functions as F
+
+    try:
+        _read(spark, [path], schema).agg(F.sum(F.hash(*(F.col(f"`{n}`") for n in schema.names)))
+                                         ).collect()
+    except Exception as exc:  # a JVM error of the read, whatever its class
+        return f"not a readable Parquet file: {read_error_text(exc)}"
+    return None
+
+
+def _schemas(spark: SparkSession, files: Sequence[str]
+             ) -> tuple[dict[str, tuple[StructType, list[str]]], list[tuple[str, str]]]:
     groups: dict[str, tuple[StructType, list[str]]] = {}
+    bad: list[tuple[str, str]] = []
     for path in files:
-        schema = spark.read.parquet(path).schema  # the footer only
+        problem = footer_problem(path)
+        if problem is None:
+            try:
+                schema = spark.read.options(**reader_options([path])).parquet(spark_path(path)).schema
+            except Exception as exc:  # the footer read, but Spark cannot map its schema
+                problem = f"not a readable Parquet file: {read_error_text(exc)}"
+        if problem is not None:
+            bad.append((path, problem))
+            continue
         groups.setdefault(schema.json(), (schema, []))[1].append(path)
-    parts: list[DataFrame] = []
-    for schema, group in groups.values():
-        df = spark.read.schema(schema).parquet(*group).select(
-            "*", F.col("_metadata.file_path").alias("_fp"), F.col("_metadata.row_index").alias("_ri"))
-        parts.append(_group_cells(df, schema, spec))
-    cells = parts[0]
-    for part in parts[1:]:
-        cells = cells.unionByName(part)
-    cells = cells.persist()
-    counts = cells.groupBy("_fp").agg(F.count("*").alias("n")).collect()  # one row per file
-    names = display_names([r["_fp"] for r in counts], files)
-    offsets: list[tuple[str, str, int]] = []
-    base = 0
-    for r in sorted(counts, key=lambda r: names[r["_fp"]][0]):
-        offsets.append((r["_fp"], names[r["_fp"]][1], base))
-        base += int(r["n"])
-    offsets_df = spark.createDataFrame(offsets, "_fp string, _name string, _base long")
-    out = cells.join(F.broadcast(offsets_df), on="_fp").select(
+    return groups, bad
+
+
+def parquet_cells(spark: SparkSession, files: Sequence[str],
+                  spec: LandingSpec) -> tuple[DataFrame, list[DataFrame], list[tuple[str, str]]]:
+    """(cells, frames to unpersist, unreadable files as (file, reason))."""
+    from pyspark.sql import functions as F
+
+    groups, bad = _schemas(spark, files)
+    while True:
+        good_files = [f for _, group in groups.values() for f in group]
+        if not good_files:
+            return empty_cells(spark, spec), [], bad
+        parts = [_group_cells(_read(spark, group, schema), schema, spec)
+                 for schema, group in groups.values()]
+        cells = parts[0]
+        for part in parts[1:]:
+            cells = cells.unionByName(part)
+        cells = cells.persist()
+        try:
+            counts = cells.groupBy("_fp").agg(F.count("*").alias("n")).collect()  # one row per file
+            break
+        except Exception:
+            cells.unpersist()
+            # A data page that does not decode fails the whole read: find the file(s) it was.
+            broken = [(f, p) for schema, group in groups.values() for f in group
+                      if (p := _decodes(spark, f, schema)) is not None]
+            if not broken:
+                raise
+            bad += broken
+            gone = {f for f, _ in broken}
+            groups = {k: (schema, [f for f in group if f not in gone])
+                      for k, (schema, group) in groups.items()}
+    ordered = sorted(good_files, key=lambda f: files.index(f))
+    names = display_names([r["_fp"] for r in counts], ordered)
+    offsets = arrivals_by_file(spark, [(names[r["_fp"]][0], names[r["_fp"]][1], int(r["n"]))
+                                       for r in counts])
+    by_path = spark.createDataFrame([(sp, names[sp][0]) for sp in names], "_fp string, _fi int")
+    out = cells.join(F.broadcast(by_path), on="_fp").join(F.broadcast(offsets), on="_fi").select(
         F.col("_name").alias(SOURCE_FILE), (F.col("_ri") + 1).alias(SOURCE_ROW),
         (F.col("_base") + F.col("_ri")).alias(ARRIVAL),
         *(c for c in cells.columns if c not in ("_fp", "_ri")))
-    return out, [cells]
+    return out, [cells], sorted(bad, key=lambda b: files.index(b[0]))

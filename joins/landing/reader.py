@@ -1,9 +1,9 @@
 """Landing files -> a validated changelog DataFrame plus the bad records, with their reasons.
 
-Per row, the first problem in declared order wins: the whole line (malformed JSON, a CSV line
-with the wrong number of fields), then each column in the order keys, event time, tombstone
-flag, values: a missing column, a wrong type, a null key / event time / tombstone flag, a null
-in a value column declared not nullable (a tombstone has no value, so it is exempt).
+A file that cannot be read at all (a symbolic link or another non-regular file, a file removed
+since it landed, a Parquet file that does not decode, a text file Spark cannot read through) is
+a bad file: it is reported whole, with the reason, and the other files are read without it, so
+one bad file never blocks a batch. Row checks: `joins.landing.checks`.
 """
 
 from __future__ import annotations
@@ -13,24 +13,30 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from joins.errors import InputRecordError
-from joins.landing.files import list_landing_files
+from joins.landing.checks import split_cells
+from joins.landing.csv_records import csv_cells
+from joins.landing.files import (
+    LandingFile,
+    list_landing_files,
+    read_error_text,
+    reader_options,
+    spark_path,
+)
 from joins.landing.parquet import parquet_cells
 from joins.landing.spec import LandingSpec, require_spec
-from joins.landing.text import (
-    RECORD,
-    RECORD_PROBLEM,
-    WHOLE_RECORD,
-    csv_cells,
-    empty_cells,
-    json_cells,
-    numbered_lines,
-    problem_col,
+from joins.landing.text import empty_cells, json_cells, numbered_lines
+from joins.operators.versioned_table.quarantine import (
+    KIND_BAD_FILE,
+    KIND_BAD_RECORD,
+    SOURCE_FILE,
+    SOURCE_ROW,
 )
-from joins.operators.versioned_table.spark_batch import ARRIVAL, TOMBSTONE, TS
-from joins.operators.versioned_table.spark_incremental import SOURCE_FILE, SOURCE_ROW
+from joins.operators.versioned_table.spark_batch import ARRIVAL
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
+
+WHOLE_FILE = "<file>"
 
 
 class LandingRecordError(InputRecordError):
@@ -42,83 +48,37 @@ class LandingRecordError(InputRecordError):
         self.row = row
 
 
+class LandingFileError(InputRecordError):
+    """A landing file that cannot be read refused the batch (`on_bad_record: fail`)."""
+
+    def __init__(self, message: str, *, file: str) -> None:
+        super().__init__(message, field=WHOLE_FILE, source=file)
+        self.file = file
+
+
+def bad_file_reason(path: str, problem: str) -> str:
+    return f"file {path}: {problem}; the whole file is quarantined"
+
+
 @dataclass
 class LandingBatch:
     """A batch read from landing files. `changelog` has the key and value columns, `ts`,
     `tombstone`, `arrival`, `source_file`, `source_row`; `bad_records` has the columns the
-    versioned ingest quarantines (arrival, field, reason, source_file, source_row, record).
-    Call `close()` when done: the read keeps a cached copy of the lines."""
+    versioned ingest quarantines (arrival, field, reason, source_file, source_row, record,
+    kind), one row per bad record and one per bad file; `bad_files` lists the bad files as
+    (path, problem). Call `close()` when done: the read keeps a cached copy of the lines."""
 
     files: tuple[str, ...]
     spec: LandingSpec
     changelog: DataFrame
     bad_records: DataFrame
+    bad_files: tuple[tuple[str, str], ...] = ()
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
 
     def close(self) -> None:
         for df in self._cached:
             df.unpersist()
         self._cached.clear()
-
-
-def _checks(spec: LandingSpec, tombstone: Column) -> list[tuple[str, Column]]:
-    """(field, problem) in reporting order; a problem is a reason string or null."""
-    from pyspark.sql import functions as F
-
-    def col(name: str) -> Column:
-        return F.col(name)
-
-    checks: list[tuple[str, Column]] = [(WHOLE_RECORD, col(RECORD_PROBLEM))]
-    for c in spec.key_columns:
-        checks.append((c.name, F.coalesce(col(problem_col(c.name)), F.when(
-            col(c.name).isNull(), F.lit("must not be null (key column)")))))
-    checks.append((spec.ts_column, F.coalesce(col(problem_col(spec.ts_column)), F.when(
-        col(spec.ts_column).isNull(), F.lit("must not be null (event time)")))))
-    if spec.tombstone_column is not None:
-        name = spec.tombstone_column
-        checks.append((name, F.coalesce(col(problem_col(name)), F.when(
-            col(name).isNull(), F.lit("must not be null (tombstone flag)")))))
-    for c in spec.value_columns:
-        problem = col(problem_col(c.name))
-        if not c.nullable:
-            problem = F.coalesce(problem, F.when(col(c.name).isNull() & ~tombstone, F.lit(
-                "must not be null (value column declared not nullable)")))
-        checks.append((c.name, problem))
-    return checks
-
-
-def tombstone_flag(spec: LandingSpec) -> Column:
-    from pyspark.sql import functions as F
-
-    if spec.tombstone_column is not None:
-        return F.coalesce(F.col(spec.tombstone_column), F.lit(False))
-    # Null-value convention: a record whose value columns are all null is a delete.
-    flag = F.lit(True)
-    for c in spec.value_columns:
-        flag = flag & F.col(c.name).isNull()
-    return flag
-
-
-def split_cells(cells: DataFrame, spec: LandingSpec) -> tuple[DataFrame, DataFrame]:
-    """(valid changelog, bad records) of typed cells."""
-    from pyspark.sql import functions as F
-
-    tomb = tombstone_flag(spec)
-    first_problem = F.coalesce(*(F.when(problem.isNotNull(), F.struct(
-        F.lit(name).alias("field"), problem.alias("problem"))) for name, problem in _checks(spec, tomb)))
-    judged = cells.withColumn("_bad", first_problem).withColumn("_tomb", tomb)
-    good = judged.where(F.col("_bad").isNull()).select(
-        *spec.key_names,
-        *(F.when(F.col("_tomb"), F.lit(None)).otherwise(F.col(n)).alias(n) for n in spec.value_names),
-        F.col(spec.ts_column).cast("long").alias(TS),
-        F.col("_tomb").alias(TOMBSTONE),
-        ARRIVAL, SOURCE_FILE, SOURCE_ROW)
-    reason = F.format_string("file %s, row %d, field '%s': %s", F.col(SOURCE_FILE), F.col(SOURCE_ROW),
-                             F.col("_bad.field"), F.col("_bad.problem"))
-    bad = judged.where(F.col("_bad").isNotNull()).select(
-        ARRIVAL, F.col("_bad.field").alias("field"), reason.alias("reason"), SOURCE_FILE, SOURCE_ROW,
-        F.col(RECORD).alias("record"), F.col("_bad.problem").alias("_problem"))
-    return good, bad
 
 
 def first_bad_record(bad: DataFrame) -> LandingRecordError | None:
@@ -133,28 +93,84 @@ def first_bad_record(bad: DataFrame) -> LandingRecordError | None:
                               field=first["field"], record=first["record"])
 
 
-def read_landing(spark: SparkSession, files: str | Sequence[str],
-                 spec: LandingSpec | dict[str, Any]) -> LandingBatch:
+def _text_lines(spark: SparkSession, files: list[str]
+                ) -> tuple[DataFrame | None, list[DataFrame], list[tuple[str, str]]]:
+    """numbered_lines, without the files Spark cannot read through (a broken compressed file,
+    a file removed meanwhile): when the read fails, each file is read alone to find them."""
+    from pyspark.sql import functions as F
+
+    bad: list[tuple[str, str]] = []
+    while True:
+        try:
+            lines, cached = numbered_lines(spark, files)
+            return lines, cached, bad
+        except Exception:
+            broken: list[tuple[str, str]] = []
+            for path in files:
+                try:
+                    spark.read.options(**reader_options([path])).text(spark_path(path)).agg(
+                        F.sum(F.length("value"))).collect()
+                except Exception as exc:  # a JVM error of the read, whatever its class
+                    broken.append((path, f"cannot be read: {read_error_text(exc)}"))
+            if not broken:
+                raise
+            bad += broken
+            files = [f for f in files if f not in {b for b, _ in broken}]
+            if not files:
+                return None, [], bad
+
+
+def _file_rows(spark: SparkSession, bad_files: Sequence[tuple[str, str]]) -> DataFrame:
+    rows = [(None, WHOLE_FILE, bad_file_reason(path, problem), path, None, None, KIND_BAD_FILE)
+            for path, problem in bad_files]
+    return spark.createDataFrame(rows, f"{ARRIVAL} long, field string, reason string, "
+                                       f"{SOURCE_FILE} string, {SOURCE_ROW} long, record string, "
+                                       f"kind string")
+
+
+def read_landing(spark: SparkSession, files: str | Sequence[str], spec: LandingSpec | dict[str, Any],
+                 *, refused: Sequence[tuple[str, str]] = ()) -> LandingBatch:
     """Read landing files (a directory or a list of files) into a validated changelog.
 
+    `refused` names files (path, problem) already judged unreadable (by the plan of the batch):
+    they are not opened, only reported as bad files.
+
     Arrival order is file order (sorted by name), then row order within a file. With
-    `on_bad_record: fail` a bad record raises LandingRecordError (file, 1-based row, field)
-    before anything is written; with `quarantine` the bad rows come back in `bad_records`."""
+    `on_bad_record: fail` a bad file raises LandingFileError and a bad record LandingRecordError
+    (file, 1-based row, field) before anything is written; with `quarantine` they come back in
+    `bad_records`."""
+    from pyspark.sql import functions as F
+
     spec = require_spec(spec)
-    listed = list_landing_files(files)
+    listed = sorted([*list_landing_files(files), *(LandingFile(p, problem) for p, problem in refused)],
+                    key=lambda f: (f.name, f.path))
+    bad_files = [(f.path, f.problem) for f in listed if f.problem is not None]
+    readable = [f.path for f in listed if f.problem is None]
     cached: list[DataFrame] = []
-    if not listed:
+    unreadable: list[tuple[str, str]] = []
+    if not readable:
         cells = empty_cells(spark, spec)
     elif spec.format == "parquet":
-        cells, cached = parquet_cells(spark, listed, spec)
+        cells, cached, unreadable = parquet_cells(spark, readable, spec)
+    elif spec.format == "csv":
+        cells, cached, unreadable = csv_cells(spark, readable, spec)
     else:
-        lines, cached = numbered_lines(spark, listed)
-        cells = json_cells(lines, spec) if spec.format == "jsonl" else csv_cells(spark, lines, spec)
+        lines, cached, unreadable = _text_lines(spark, readable)
+        cells = empty_cells(spark, spec) if lines is None else json_cells(lines, spec)
+    order = {f.path: i for i, f in enumerate(listed)}
+    bad_files = sorted([*bad_files, *unreadable], key=lambda b: order[b[0]])
     good, bad = split_cells(cells, spec)
-    batch = LandingBatch(files=tuple(listed), spec=spec, changelog=good,
-                         bad_records=bad.drop("_problem"), _cached=cached)
+    batch = LandingBatch(files=tuple(f.path for f in listed), spec=spec, changelog=good,
+                         bad_records=bad.drop("_problem").withColumn("kind", F.lit(KIND_BAD_RECORD))
+                         .unionByName(_file_rows(spark, bad_files)),
+                         bad_files=tuple(bad_files), _cached=cached)
     if spec.on_bad_record == "fail":
-        error = first_bad_record(bad)
+        error: InputRecordError | None = None
+        if bad_files:
+            path, problem = bad_files[0]
+            error = LandingFileError(problem, file=path)
+        else:
+            error = first_bad_record(bad)
         if error is not None:
             batch.close()
             raise error

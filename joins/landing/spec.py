@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, StrictStr, model_validator
+from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from joins.errors import ConfigError
-from joins.operators.versioned_table.spark_batch import RESERVED_COLUMNS
+from joins.operators.versioned_table.spark_batch import RESERVED_COLUMNS, TS_MAX_MS, TS_MIN_MS
 from joins.spec import Spec, parse_spec
 
 OPERATOR = "landing"
@@ -22,6 +22,12 @@ BadRecordPolicy = Literal["fail", "quarantine"]
 SPARK_TYPES: dict[str, str] = {
     "string": "string", "long": "bigint", "int": "int", "double": "double", "boolean": "boolean",
 }
+
+# Default record-size limit (bytes of the raw record): Kafka's default message size limit. The
+# cap keeps every accepted JSON record within what Spark's JSON parser takes (strings of up
+# to 20 M characters).
+DEFAULT_MAX_RECORD_BYTES = 1 << 20
+MAX_RECORD_BYTES_CAP = 16 << 20
 
 # Plain identifiers only: names are used in JSON paths, SQL expressions and Delta columns.
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -38,13 +44,23 @@ class ColumnSpec(Spec):
 class LandingSpec(Spec):
     """How to read a changelog from landing files.
 
-    - `format`: `jsonl` (one JSON object per line), `csv` (a header line, then one record per
-      line; an empty field is null) or `parquet`;
+    - `format`: `jsonl` (one JSON object per line), `csv` (RFC 4180 as Python's csv module
+      reads and writes it: quoted fields may hold the delimiter, doubled quotes and newlines;
+      an empty field is null) or `parquet`;
+    - `csv_header`: a CSV file starts with a header naming its columns (default); a file whose
+      first record does not name the key and event-time columns has no header, and all its
+      records are quarantined (or refused) saying so. `csv_columns`: with `csv_header: false`,
+      the columns of every file in order (no header line);
     - `key_columns`, `value_columns`: declared names and types; the table keeps the names;
     - `ts_column`: the event time, an integer (ms); a fraction such as 1.5, an exponent such as
       1e3 or a string such as "12:00" is a bad record, never rounded (JSON 1.0 is the integer 1);
+      it must lie within `ts_min_ms`..`ts_max_ms` (default: years 1..9999, the range a table's
+      event date exists for; a declared range narrows it);
     - `tombstone_column`: a boolean column marking deletes; when absent, a record whose value
       columns are all null is a tombstone (the null-value convention of Kafka);
+    - `max_record_bytes`: the largest record accepted (bytes of the raw line or CSV record, of
+      the row as JSON for Parquet; default 1 MiB, at most 16 MiB); a larger one is a bad record
+      with its own reason;
     - `on_bad_record`: `fail` refuses the whole batch with an error naming the file, the row and
       the field; `quarantine` stores the bad rows in the quarantine table with the reason.
     """
@@ -56,6 +72,12 @@ class LandingSpec(Spec):
     tombstone_column: StrictStr | None = None
     on_bad_record: BadRecordPolicy = "fail"
     csv_delimiter: StrictStr = Field(default=",", min_length=1, max_length=1)
+    csv_header: StrictBool = True
+    csv_columns: tuple[StrictStr, ...] | None = None
+    ts_min_ms: StrictInt = Field(default=TS_MIN_MS, ge=TS_MIN_MS, le=TS_MAX_MS)
+    ts_max_ms: StrictInt = Field(default=TS_MAX_MS, ge=TS_MIN_MS, le=TS_MAX_MS)
+    max_record_bytes: StrictInt = Field(default=DEFAULT_MAX_RECORD_BYTES, ge=1,
+                                        le=MAX_RECORD_BYTES_CAP)
 
     @model_validator(mode="after")
     def _columns_are_consistent(self) -> LandingSpec:
@@ -79,7 +101,26 @@ class LandingSpec(Spec):
         if self.tombstone_column is None and not self.value_columns:
             raise ValueError("tombstone_column: required when there are no value_columns (the "
                              "null-value convention would make every record a tombstone)")
+        if self.ts_min_ms > self.ts_max_ms:
+            raise ValueError(f"ts_min_ms: {self.ts_min_ms} is after ts_max_ms {self.ts_max_ms}")
+        self._check_csv_columns()
         return self
+
+    def _check_csv_columns(self) -> None:
+        if self.csv_columns is None:
+            if self.format == "csv" and not self.csv_header:
+                raise ValueError("csv_columns: required when csv_header is false (without a "
+                                 "header line the columns must be declared, in file order)")
+            return
+        if self.format != "csv" or self.csv_header:
+            raise ValueError("csv_columns: only for format csv with csv_header: false (a header "
+                             "line names the columns itself)")
+        if len(set(self.csv_columns)) != len(self.csv_columns):
+            raise ValueError(f"csv_columns: a column is listed twice in {list(self.csv_columns)}")
+        missing = [n for n in (*self.key_names, self.ts_column) if n not in self.csv_columns]
+        if missing:
+            raise ValueError(f"csv_columns: must include the key and event-time columns; "
+                             f"missing {missing}")
 
     @classmethod
     def parse(cls, config: Any) -> LandingSpec:

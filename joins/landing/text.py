@@ -1,4 +1,4 @@
-"""JSON-lines and CSV landing files: numbered lines, then typed cells with per-cell problems.
+"""JSON-lines landing files: numbered lines, then typed cells with per-cell problems.
 
 Files are read as text so that every line keeps its file and line number and so that a type
 error is seen per cell instead of being nulled by a schema-on-read parser:
@@ -7,27 +7,29 @@ error is seen per cell instead of being nulled by a schema-on-read parser:
   of a file and `monotonically_increasing_id` is consecutive inside a split, so one tiny collect
   of (file, split) -> (line count, first id) gives every split its first line number and its
   first arrival index (files in name order, then lines);
+- a line is first checked whole: larger than `max_record_bytes`, then not valid UTF-8 (the
+  text source keeps a line's bytes as they are, so `is_valid_utf8` sees them; nothing is
+  silently replaced by U+FFFD);
 - JSON lines are parsed to VARIANT, whose per-value type names (`BIGINT`, `DECIMAL(2,1)`,
-  `STRING`, ...) tell a missing field from a JSON null from a wrongly typed value;
-- CSV lines are split with `from_csv` against each file's own header, every field as a string,
-  then checked and cast per declared type.
+  `STRING`, ...) tell a missing field from a JSON null from a wrongly typed value.
+
+CSV is read by `joins.landing.csv_records` (a record may span lines).
 
 The output ("cells") has: source_file, source_row (1-based line number), arrival, record (the
 raw line), `_p_record` (a problem with the whole line), and for every declared column its typed
-value and `_p_<name>` (a problem with that cell: missing column or wrong type; nulls are judged
-later, in `joins.landing.reader`).
+value and `_p_<name>` (a problem with that cell: missing column or wrong type; nulls, ranges
+and non-finite numbers are judged later, in `joins.landing.reader`).
 """
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from joins.landing.files import display_names
+from joins.landing.files import display_names, reader_options, spark_path
 from joins.landing.spec import SPARK_TYPES, LandingSpec
+from joins.operators.versioned_table.quarantine import SOURCE_FILE, SOURCE_ROW
 from joins.operators.versioned_table.spark_batch import ARRIVAL
-from joins.operators.versioned_table.spark_incremental import SOURCE_FILE, SOURCE_ROW
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
 RECORD = "record"
 RECORD_PROBLEM = "_p_record"
 WHOLE_RECORD = "<record>"
+# A record over the size limit is kept in the quarantine as its first characters only.
+SHOWN_CHARS = 1000
 
 _INT_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT")
 _TYPE_WORDS = {"long": "an integer", "int": "a 32-bit integer", "double": "a number",
@@ -49,14 +53,18 @@ def numbered_lines(spark: SparkSession, files: Sequence[str]) -> tuple[DataFrame
     """(source_file, source_row, arrival, line) of every line, and the frames to unpersist."""
     from pyspark.sql import functions as F
 
-    raw = spark.read.text(list(files)).select(
+    raw = spark.read.options(**reader_options(files)).text([spark_path(f) for f in files]).select(
         F.col("value").alias("_line"), F.col("_metadata.file_path").alias("_fp"),
         F.col("_metadata.file_block_start").alias("_blk"),
         F.monotonically_increasing_id().alias("_mid"))
     # Persisted so the ids seen by the statistics pass are the ids joined back afterwards.
     raw = raw.persist()
     stats = raw.groupBy("_fp", "_blk").agg(F.count("*").alias("n"), F.min("_mid").alias("first"))
-    splits = stats.collect()  # one row per file split: tiny
+    try:
+        splits = stats.collect()  # one row per file split: tiny
+    except Exception:
+        raw.unpersist()  # a file that does not read: the caller retries without it
+        raise
     names = display_names(sorted({r["_fp"] for r in splits}), files)
     ordered = sorted(splits, key=lambda r: (names[r["_fp"]][0], r["_blk"]))
     offsets: list[tuple[str, int, int, str, int, int]] = []
@@ -86,7 +94,25 @@ def _not_blank(line: Column) -> Column:
     return F.trim(line) != F.lit("")
 
 
-def _wrong_type(typ: str, shown: Column, kind: Column | None = None) -> Column:
+def too_large(size: Column, spec: LandingSpec) -> Column:
+    """The size-limit problem of a record of `size` bytes (null: within the limit)."""
+    from pyspark.sql import functions as F
+
+    return F.when(size > F.lit(spec.max_record_bytes), F.format_string(
+        f"record too large: %d bytes, over max_record_bytes ({spec.max_record_bytes})", size))
+
+
+def shown_record(text: Column, size: Column, spec: LandingSpec) -> Column:
+    """The record as kept in the quarantine: valid UTF-8, cut to its first characters when it
+    is over the size limit."""
+    from pyspark.sql import functions as F
+
+    valid = F.make_valid_utf8(text)
+    return F.when(size > F.lit(spec.max_record_bytes), F.concat(
+        F.substring(valid, 1, SHOWN_CHARS), F.format_string("... (%d bytes)", size))).otherwise(valid)
+
+
+def wrong_type(typ: str, shown: Column, kind: Column | None = None) -> Column:
     from pyspark.sql import functions as F
 
     if kind is None:
@@ -97,12 +123,19 @@ def _wrong_type(typ: str, shown: Column, kind: Column | None = None) -> Column:
 def json_cells(lines: DataFrame, spec: LandingSpec) -> DataFrame:
     from pyspark.sql import functions as F
 
-    rows = lines.where(_not_blank(F.col(RECORD))).withColumn("_v", F.try_parse_json(F.col(RECORD)))
+    line, size = F.col(RECORD), F.octet_length(F.col(RECORD))
+    whole = F.coalesce(too_large(size, spec), F.when(~F.is_valid_utf8(line), F.lit(
+        "not valid UTF-8 (the line holds bytes that are no UTF-8 text)")))
+    # A line refused whole is not parsed (it may be huge, or bytes that are no text).
+    rows = lines.where(_not_blank(line)).withColumn("_whole", whole).withColumn(
+        "_v", F.when(F.col("_whole").isNull(), F.try_parse_json(line)))
     v = F.col("_v")
-    record_problem = (F.when(v.isNull(), F.lit("malformed JSON: the line is not a JSON value"))
-                      .when(~F.schema_of_variant(v).startswith("OBJECT"),
-                            F.lit("not a JSON object (one object per line is expected)")))
-    cols: list[Column] = [F.col(SOURCE_FILE), F.col(SOURCE_ROW), F.col(ARRIVAL), F.col(RECORD),
+    record_problem = F.coalesce(F.col("_whole"), F.when(v.isNull(), F.lit(
+        "malformed JSON: the line is not a JSON value")).when(
+        ~F.schema_of_variant(v).startswith("OBJECT"),
+        F.lit("not a JSON object (one object per line is expected)")))
+    cols: list[Column] = [F.col(SOURCE_FILE), F.col(SOURCE_ROW), F.col(ARRIVAL),
+                          shown_record(line, size, spec).alias(RECORD),
                           record_problem.alias(RECORD_PROBLEM)]
     for name, typ in spec.checked_columns():
         path = f"$.{name}"
@@ -123,72 +156,10 @@ def json_cells(lines: DataFrame, spec: LandingSpec) -> DataFrame:
         json_null = F.is_variant_null(cell)
         problem = (F.when(v.isNull() | ~F.schema_of_variant(v).startswith("OBJECT"), F.lit(None))
                    .when(cell.isNull(), F.lit("missing (the object has no such field)"))
-                   .when(~json_null & ~accepted, _wrong_type(typ, F.to_json(cell), kind)))
+                   .when(~json_null & ~accepted, wrong_type(typ, F.to_json(cell), kind)))
         value = F.when(~json_null & accepted, F.try_variant_get(v, path, SPARK_TYPES[typ]))
         cols += [value.cast(SPARK_TYPES[typ]).alias(name), problem.alias(problem_col(name))]
     return rows.select(*cols)
-
-
-def _csv_cell(text: Column, name: str, typ: str) -> tuple[Column, Column]:
-    """(typed value, problem) of one CSV field given as text (null: empty field)."""
-    from pyspark.sql import functions as F
-
-    trimmed = F.trim(text)
-    if typ in ("long", "int"):
-        # The pattern keeps "1.0", "1e3" and "12:00" out whatever the cast's leniency.
-        typed = F.when(trimmed.rlike(r"^[+-]?[0-9]+$"), trimmed.try_cast(SPARK_TYPES[typ]))
-    elif typ == "double":
-        typed = trimmed.try_cast("double")
-    elif typ == "boolean":
-        typed = (F.when(F.lower(trimmed) == "true", F.lit(True))
-                 .when(F.lower(trimmed) == "false", F.lit(False)))
-    else:
-        typed = text
-    shown = F.format_string("'%s'", text)
-    problem = F.when(text.isNotNull() & typed.isNull(), _wrong_type(typ, shown))
-    return typed.cast(SPARK_TYPES[typ]), problem
-
-
-def csv_cells(spark: SparkSession, lines: DataFrame, spec: LandingSpec) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    # Each file's header is its first line (one small row per file).
-    headers: dict[str, tuple[str, ...]] = {}
-    for r in lines.where(F.col(SOURCE_ROW) == 1).select(SOURCE_FILE, RECORD).collect():
-        parsed = next(csv.reader([r[RECORD]], delimiter=spec.csv_delimiter), [])
-        headers[r[SOURCE_FILE]] = tuple(h.strip() for h in parsed)
-    data = lines.where((F.col(SOURCE_ROW) > 1) & _not_blank(F.col(RECORD)))
-    by_header: dict[tuple[str, ...], list[str]] = {}
-    for name, header in headers.items():
-        by_header.setdefault(header, []).append(name)
-    parts: list[DataFrame] = []
-    for header, files in by_header.items():
-        width = len(header)
-        schema = ", ".join([*(f"_c{i} string" for i in range(width)), "_corrupt string"])
-        parsed = data.where(F.col(SOURCE_FILE).isin(files)).withColumn(
-            "_f", F.from_csv(F.col(RECORD), schema, {"mode": "PERMISSIVE", "sep": spec.csv_delimiter,
-                                                    "columnNameOfCorruptRecord": "_corrupt"}))
-        bad_shape = F.col("_f._corrupt").isNotNull()
-        record_problem = F.when(bad_shape, F.lit(
-            f"the line does not have the header's {width} field(s) ({', '.join(header)})"))
-        cols: list[Column] = [F.col(SOURCE_FILE), F.col(SOURCE_ROW), F.col(ARRIVAL), F.col(RECORD),
-                              record_problem.alias(RECORD_PROBLEM)]
-        for name, typ in spec.checked_columns():
-            if name not in header:
-                cols += [F.lit(None).cast(SPARK_TYPES[typ]).alias(name),
-                         F.when(~bad_shape, F.lit("missing (the header has no such column)"))
-                         .alias(problem_col(name))]
-                continue
-            typed, problem = _csv_cell(F.col(f"_f._c{header.index(name)}"), name, typ)
-            cols += [F.when(~bad_shape, typed).alias(name),
-                     F.when(~bad_shape, problem).alias(problem_col(name))]
-        parts.append(parsed.select(*cols))
-    if not parts:
-        return empty_cells(spark, spec)
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out
 
 
 def empty_cells(spark: SparkSession, spec: LandingSpec) -> DataFrame:

@@ -2,12 +2,11 @@
 (pydantic, a union discriminated by `operator`; YAML files too) that the Dagster layer turns
 into assets, jobs, sensors, a schedule and checks. No Dagster here."""
 
-from joins.pipeline.engine import BackfillSummary, DayDifference, PipelineEngine, RunSummary
 from joins.pipeline.files import LoadedSpecs, SpecFileError, load_spec_file, load_spec_folder
-from joins.pipeline.layout import PipelineLayout
 from joins.pipeline.registry import parse_pipeline_spec, spec_classes
 from joins.pipeline.sources import SourceSpec
-from joins.pipeline.spec import InputKind, PipelineInput, PipelineSpec
+from joins.pipeline.spec import InputKind, PipelineEngine, PipelineInput, PipelineLayout, PipelineSpec
+from joins.pipeline.summary import BackfillSummary, DayDifference, RunSummary
 
 __all__ = [
     "BackfillSummary",

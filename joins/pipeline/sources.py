@@ -4,10 +4,18 @@ Delta table by the ingest (`joins.ingest`)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from pydantic import Field, StrictStr, field_validator
+from pydantic import Field, StrictBool, StrictInt, StrictStr, field_validator, model_validator
 
-from joins.landing.spec import BadRecordPolicy, ColumnSpec, LandingFormat, LandingSpec
+from joins.errors import ConfigError
+from joins.landing.spec import (
+    DEFAULT_MAX_RECORD_BYTES,
+    BadRecordPolicy,
+    ColumnSpec,
+    LandingFormat,
+    LandingSpec,
+)
 from joins.spec import Spec
 
 # Asset keys, Delta folders and Dagster job names are built from these names.
@@ -32,7 +40,10 @@ class SourceSpec(Spec):
     - `key_columns`, `value_columns`, `ts_column` (event time, integer ms), `tombstone_column`
       (table sources only; absent = all value columns null means delete);
     - `on_bad_record`: `quarantine` (default: bad rows go to the quarantine table with the
-      reason) or `fail` (the batch is refused, naming the file, the row and the field).
+      reason) or `fail` (the batch is refused, naming the file, the row and the field);
+    - reading rules (see `joins.landing.LandingSpec`): `csv_delimiter`, `csv_header`,
+      `csv_columns` (the columns of header-less CSV files), `max_record_bytes` (default 1 MiB),
+      `ts_min_ms` / `ts_max_ms` (a narrower event-time range than years 1..9999).
     """
 
     name: StrictStr
@@ -44,11 +55,27 @@ class SourceSpec(Spec):
     tombstone_column: StrictStr | None = None
     on_bad_record: BadRecordPolicy = "quarantine"
     description: StrictStr | None = None
+    csv_delimiter: StrictStr = ","
+    csv_header: StrictBool = True
+    csv_columns: tuple[StrictStr, ...] | None = None
+    max_record_bytes: StrictInt = DEFAULT_MAX_RECORD_BYTES
+    ts_min_ms: StrictInt | None = None
+    ts_max_ms: StrictInt | None = None
 
     @field_validator("name")
     @classmethod
     def _name_is_usable(cls, name: str) -> str:
         return check_name(name)
+
+    @model_validator(mode="after")
+    def _reads(self) -> SourceSpec:
+        # The reading rules' own checks, at parse time; a ValueError so that pydantic names
+        # this source's path in the spec.
+        try:
+            self.landing_spec()
+        except ConfigError as exc:
+            raise ValueError(str(exc).removeprefix("landing: invalid config: ")) from None
+        return self
 
     @property
     def key_column(self) -> str:
@@ -60,11 +87,19 @@ class SourceSpec(Spec):
 
     def landing_spec(self) -> LandingSpec:
         """The engine's landing schema (joins.landing) for this source's files."""
-        return LandingSpec.parse({
+        config: dict[str, Any] = {
             "format": self.format,
             "key_columns": [c.model_dump() for c in self.key_columns],
             "value_columns": [c.model_dump() for c in self.value_columns],
             "ts_column": self.ts_column,
             "tombstone_column": self.tombstone_column,
             "on_bad_record": self.on_bad_record,
-        })
+            "csv_delimiter": self.csv_delimiter,
+            "csv_header": self.csv_header,
+            "csv_columns": self.csv_columns,
+            "max_record_bytes": self.max_record_bytes,
+        }
+        for bound in ("ts_min_ms", "ts_max_ms"):
+            if getattr(self, bound) is not None:
+                config[bound] = getattr(self, bound)
+        return LandingSpec.parse(config)

@@ -11,18 +11,23 @@ sensors, schedule and checks.
 from __future__ import annotations
 
 import datetime as dt
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
 from joins.errors import ConfigError, config_error
+from joins.incremental.layout import JoinRoot
 from joins.pipeline.sources import SourceSpec, check_name
 from joins.spec import Spec
 
 if TYPE_CHECKING:
-    from joins.pipeline.engine import PipelineEngine
-    from joins.pipeline.layout import PipelineLayout
+    from pyspark.sql import SparkSession
+
+    from joins.ingest import IngestSource
+    from joins.pipeline.summary import BackfillSummary, RunSummary
 
 # How an input's landing files are stored: a versioned table (the seed rules applied at ingest:
 # out-of-order history, expiry beyond history retention) or an append-only events table.
@@ -104,3 +109,91 @@ class PipelineSpec(Spec):
 
     def engine(self, layout: PipelineLayout) -> PipelineEngine:
         raise NotImplementedError
+
+
+# Where a pipeline's data lives under the lake root.
+#
+#     <root>/landing/<source>        landing files (unless the source names another folder)
+#     <root>/tables/<source>         the source's Delta table (versioned table or events table)
+#     <root>/quarantine/<source>     input rows not stored, with the reason
+#     <root>/manifests/<source>      which landing files each ingest batch took
+#     <root>/leases/<source>         the ingest's writer lease (one ingest of a source at a time)
+#     <root>/joins/<join>/           the join (joins.incremental.layout): output, quarantine,
+#                                    state, checkpoints, lease
+
+
+@dataclass(frozen=True)
+class PipelineLayout:
+    """Absolute paths (or URIs) of every folder and Delta table of one pipeline spec."""
+
+    root: str
+    spec: PipelineSpec
+
+    def _under(self, *parts: str) -> str:
+        return "/".join([self.root.rstrip("/"), *parts])
+
+    def landing(self, source: SourceSpec) -> str:
+        if source.landing is None:
+            return self._under("landing", source.name)
+        if "://" in source.landing or os.path.isabs(source.landing):
+            return source.landing.rstrip("/")
+        return self._under(*source.landing.strip("/").split("/"))
+
+    def table(self, source: SourceSpec) -> str:
+        return self._under("tables", source.name)
+
+    def quarantine(self, source: SourceSpec) -> str:
+        return self._under("quarantine", source.name)
+
+    def manifest(self, source: SourceSpec) -> str:
+        return self._under("manifests", source.name)
+
+    def lease(self, source: SourceSpec) -> str:
+        return self._under("leases", source.name)
+
+    def input_table(self, role: str) -> str:
+        return self.table(self.spec.input(role).source)
+
+    def ingest_source(self, item: PipelineInput) -> IngestSource:
+        """The ingest engine's view of one of the spec's inputs."""
+        from joins.ingest import IngestSource
+
+        source = item.source
+        versioned = item.kind == "versioned"
+        return IngestSource(
+            name=source.name, kind="table" if versioned else "stream", landing=self.landing(source),
+            spec=source.landing_spec(), table=self.table(source),
+            quarantine=self.quarantine(source), manifest=self.manifest(source),
+            lease=self.lease(source),
+            history_retention_ms=item.history_retention_ms if versioned else None)
+
+    @property
+    def join(self) -> JoinRoot:
+        return JoinRoot(self._under("joins", self.spec.name))
+
+    @property
+    def join_root(self) -> str:
+        return self.join.root
+
+    @property
+    def output(self) -> str:
+        return self.join.output
+
+    @property
+    def join_quarantine(self) -> str:
+        return self.join.quarantine
+
+
+class PipelineEngine(Protocol):
+    layout: PipelineLayout
+
+    def microbatch(self, spark: SparkSession) -> RunSummary: ...
+
+    def backfill(self, spark: SparkSession, days: Sequence[str], *,
+                 dry_run: bool = False) -> BackfillSummary: ...
+
+    def stream_time(self) -> int | None: ...
+
+    def output_identity(self) -> tuple[str, ...]:
+        """The columns that identify an output row (each identity appears at most once)."""
+        ...

@@ -52,9 +52,9 @@ def test_two_specs_in_one_location() -> None:
     assert "trades_with_rates_microbatch" in defs.get_repository_def().job_names
 
 
-def _write_spec(folder, name: str, **changes) -> None:
+def _write_spec(folder, file_name: str, **changes) -> None:
     spec = {**DEMO_SPEC, **changes}
-    (folder / name).write_text(yaml.safe_dump(spec, sort_keys=False))
+    (folder / file_name).write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=False))
 
 
 def test_definitions_from_a_folder_of_yaml_specs(tmp_path) -> None:
@@ -78,7 +78,7 @@ def test_definitions_from_a_folder_of_yaml_specs(tmp_path) -> None:
     sensor = defs.resolve_sensor_def("spec_errors")
     description = sensor.description or ""
     assert "c_bad.yaml: stream_table_join spec 'broken': invalid config: config.grace_ms" in description
-    assert "d_syntax.yml: line 2, column" in description and "not valid YAML" in description
+    assert "d_syntax.yml: line 3, column 1: not valid YAML" in description
     tick = sensor.evaluate_tick(dg.build_sensor_context())
     assert "2 spec file(s) did not load" in (tick.skip_message or "")
 

@@ -66,6 +66,33 @@ def test_landing_sensor_requests_new_files_once(defs, instance, lake_root: Path)
     assert json.loads(second.cursor)["files"] == [*files, "0002-orders.jsonl"]
 
 
+def test_landing_sensor_waits_while_an_ingest_of_the_source_runs(defs, instance,
+                                                                 lake_root: Path) -> None:
+    from joins.lake import Lease
+
+    folder = lake_root / "landing" / "orders"
+    _land(folder, "0000-orders.jsonl")
+    run = create_run_for_test(instance, job_name="orders_ingest", status=dg.DagsterRunStatus.STARTED)
+    busy = _tick(defs, "orders_landing_sensor", instance, None, lake_root)
+    assert not busy.run_requests and busy.cursor is None  # the file waits for the next tick
+    assert busy.skip_message == (f"ingest run {run.run_id[:8]} of orders is queued or running; "
+                                 f"1 new file(s) go into the next run")
+    # Another source's run does not hold this one back.
+    assert _tick(defs, "rates_landing_sensor", instance, None, lake_root).skip_message.startswith(
+        "no new files")
+    instance.report_run_failed(run)
+
+    # An ingest started some other way (a manual run, the demo) holds the source's lease.
+    lease = Lease(str(lake_root / "leases" / "orders"), purpose="ingest of orders", owner="manual")
+    lease.acquire()
+    held = _tick(defs, "orders_landing_sensor", instance, None, lake_root)
+    assert not held.run_requests
+    assert held.skip_message.startswith("an ingest of orders is running (ingest of orders by manual")
+    lease.release()
+    [rr] = _tick(defs, "orders_landing_sensor", instance, None, lake_root).run_requests
+    assert rr.run_config["ops"]["orders"]["config"]["files"] == ["0000-orders.jsonl"]
+
+
 def test_landing_sensor_targets_the_ingest_job(defs) -> None:
     assert defs.resolve_sensor_def("rates_landing_sensor").job_name == "rates_ingest"
 

@@ -12,7 +12,13 @@ import pytest
 
 from joins.errors import ConfigError, InputRecordError
 from joins.lake import delta_version, read_delta
-from joins.landing import LandingRecordError, LandingSpec, ingest_landing, read_landing
+from joins.landing import (
+    LandingFileError,
+    LandingRecordError,
+    LandingSpec,
+    ingest_landing,
+    read_landing,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -124,11 +130,19 @@ def test_csv_bad_record_fails_naming_file_row_field(spark: Any, tmp_path: Path, 
     assert fragment in str(info.value)
 
 
-def test_csv_missing_column_names_first_data_row(spark: Any, tmp_path: Path) -> None:
+def test_csv_header_without_the_event_time_is_no_header(spark: Any, tmp_path: Path) -> None:
+    # Its first record is quarantined as a record (never lost); later rows lack the column.
     path = csv_file(tmp_path / "batch.csv", "k,v,w", "a,1,x")
-    with pytest.raises(LandingRecordError, match=r"row 2, field 'ts': missing") as info:
+    with pytest.raises(LandingRecordError, match=r"row 1, field '<record>': not a header: it does "
+                                                 r"not name the column\(s\) ts") as info:
         read_landing(spark, path, spec("csv"))
     assert info.value.file == path
+    batch = read_landing(spark, path, spec("csv", on_bad_record="quarantine"))
+    try:
+        assert sorted((r["source_row"], r["field"]) for r in batch.bad_records.collect()) == [
+            (1, "<record>"), (2, "ts")]
+    finally:
+        batch.close()
 
 
 def test_csv_quoted_delimiter_and_header_order_per_file(spark: Any, tmp_path: Path) -> None:
@@ -242,6 +256,76 @@ def test_row_numbers_exact_across_many_file_splits(spark: Any, tmp_path: Path) -
 def test_bad_spec_names_the_key(config: dict[str, Any], key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         LandingSpec.parse(spec("jsonl", **config))
+
+
+@pytest.mark.parametrize(("config", "key"), [
+    ({"format": "csv", "csv_header": False}, "csv_columns: required when csv_header is false"),
+    ({"format": "csv", "csv_columns": ["k", "ts"]}, "csv_columns: only for format csv with csv_header"),
+    ({"format": "csv", "csv_header": False, "csv_columns": ["k", "v"]},
+     r"must include the key and event-time columns; missing \['ts'\]"),
+    ({"ts_min_ms": 10, "ts_max_ms": 5}, "ts_min_ms: 10 is after ts_max_ms 5"),
+    ({"ts_max_ms": 253_402_300_800_000}, "ts_max_ms"),
+    ({"max_record_bytes": 0}, "max_record_bytes"),
+    ({"max_record_bytes": (16 << 20) + 1}, "max_record_bytes"),
+])
+def test_bad_reading_options_name_the_key(config: dict[str, Any], key: str) -> None:
+    with pytest.raises(ConfigError, match=key):
+        LandingSpec.parse(spec("jsonl", **{"format": "jsonl", **config}))
+
+
+def test_csv_byte_order_mark_is_not_part_of_the_header(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfk,ts,v,w\r\nx,7,1,w1\r\n")
+    batch = read_landing(spark, str(path), spec("csv"))
+    try:
+        assert [(r["k"], r["ts"], r["w"]) for r in batch.changelog.collect()] == [("x", 7, "w1")]
+    finally:
+        batch.close()
+
+
+def test_csv_without_header_reads_the_declared_columns(spark: Any, tmp_path: Path) -> None:
+    path = csv_file(tmp_path / "a.csv", "x,7,1,w1", "y,8,2,w2")
+    s = spec("csv", csv_header=False, csv_columns=["k", "ts", "v", "w"])
+    batch = read_landing(spark, path, s)
+    try:
+        assert sorted((r["k"], r["ts"], r["source_row"]) for r in batch.changelog.collect()) == [
+            ("x", 7, 1), ("y", 8, 2)]
+    finally:
+        batch.close()
+
+
+def test_declared_record_size_limit_and_event_time_range(spark: Any, tmp_path: Path) -> None:
+    s = spec("jsonl", max_record_bytes=60, ts_min_ms=0, ts_max_ms=1_000, on_bad_record="quarantine")
+    long_line = {"k": "b", "ts": 2, "v": 1, "w": "x" * 40}
+    path = jsonl(tmp_path / "a.jsonl", GOOD, long_line, {**GOOD, "ts": -1}, {**GOOD, "ts": 1_001})
+    batch = read_landing(spark, path, s)
+    try:
+        bad = {r["source_row"]: r["reason"] for r in batch.bad_records.collect()}
+        assert [r["source_row"] for r in batch.changelog.collect()] == [1]
+    finally:
+        batch.close()
+    size = len(json.dumps(long_line))
+    assert bad[2] == (f"file {path}, row 2, field '<record>': record too large: {size} bytes, over "
+                      f"max_record_bytes (60)")
+    assert bad[3].endswith("field 'ts': out of range: -1 ms is before the earliest accepted event "
+                           "time, 0 ms (1970-01-01T00:00:00.000Z); the event time must lie within "
+                           "years 1..9999, or the declared ts_min_ms..ts_max_ms")
+    assert "field 'ts': out of range: 1001 ms is after the latest accepted event time, 1000 ms" in bad[4]
+
+
+def test_unreadable_file_refuses_a_fail_mode_batch(spark: Any, tmp_path: Path) -> None:
+    jsonl(tmp_path / "a.jsonl", GOOD)
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    with pytest.raises(LandingFileError, match=r"b\.jsonl, field '<file>': a symbolic link: links "
+                                               r"are not followed"):
+        read_landing(spark, str(tmp_path), spec("jsonl"))
+    batch = read_landing(spark, str(tmp_path), spec("jsonl", on_bad_record="quarantine"))
+    try:
+        assert batch.bad_files == ((str(tmp_path / "b.jsonl"),
+                                    "a symbolic link: links are not followed, land the file itself"),)
+        assert batch.changelog.count() == 1
+    finally:
+        batch.close()
 
 
 def test_missing_landing_file_is_a_config_error(spark: Any, tmp_path: Path) -> None:

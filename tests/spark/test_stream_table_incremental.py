@@ -440,7 +440,7 @@ def stream_table_scenarios() -> list[Path]:
     return out
 
 
-SPARK_REPLAY = "joins.operators.stream_table_join.spark_incremental:spark_replay"
+SPARK_REPLAY = "joins.operators.stream_table_join.spark_replay:spark_replay"
 # Until the package's DEFINITION names the Spark engine, the child wires it in before running
 # the very same CLI entry point (python -m joins = joins.cli.main).
 WIRED_CLI = ("import dataclasses, sys; import joins.operators.stream_table_join as m; "

@@ -20,6 +20,7 @@ from joins.core.store import VersionedStore
 from joins.errors import ConfigError, InputRecordError
 from joins.lake import delta_version, read_delta, table_exists
 from joins.operators.versioned_table import spark_incremental
+from joins.operators.versioned_table.batches import IngestReport, IngestStateError
 from joins.operators.versioned_table.spark_batch import (
     ARRIVAL,
     BATCH_ID,
@@ -38,13 +39,11 @@ from joins.operators.versioned_table.spark_incremental import (
     EXPIRED,
     STATUS,
     STORED,
-    STREAM_TIME,
-    IngestReport,
-    IngestStateError,
     classify_changelog,
     ingest_changelog,
     versions_rows,
 )
+from joins.operators.versioned_table.stream_time import STREAM_TIME
 
 pytestmark = pytest.mark.spark
 

@@ -15,7 +15,7 @@ DEFINITION = OperatorDefinition(
     reference=StreamTableJoinProcessor,
     batch_phase=batch_phase,
     compacts_output=False,
-    spark_replay="joins.operators.stream_table_join.spark_incremental:spark_replay",
+    spark_replay="joins.operators.stream_table_join.spark_replay:spark_replay",
 )
 
 __all__ = ["DEFINITION"]

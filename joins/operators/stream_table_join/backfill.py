@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from joins import lake
 from joins.errors import ConfigError
+from joins.incremental import Source
 from joins.incremental.backfill import (
     BackfillContext,
     BackfillResult,
     BackfillRows,
     DayDiff,
     count_if,
-    read_days,
     run_backfill,
 )
 from joins.operators.stream_table_join.columns import (
@@ -103,7 +103,7 @@ class StreamTableBatchForm:
                               f"true): an unversioned table keeps no event-time history to "
                               f"recompute from")
         table_source = ctx.sources["table"].path
-        table_version = lake.delta_version(table_source)
+        table_version = ctx.sources["table"].version()
         if table_version is None:
             raise ConfigError(f"{OPERATOR}: table_source {table_source!r} is not a Delta table")
         counts: dict[str, Any] = {"table_version": table_version, "stream_version": None}
@@ -113,7 +113,7 @@ class StreamTableBatchForm:
             # of the micro-batches, so the backfill must emit nothing for them.
             return BackfillRows(None, counts=counts)
         counts["stream_version"] = stream_last
-        stream = read_days(spark, ctx.sources["stream"].path, cols.event_date, days, version=stream_last)
+        stream = ctx.sources["stream"].rows_of_days(spark, stream_last, days)
         value_cols = list(cols.resolve_stream_values(stream))
         stream_cols = self.step.stream_columns(value_cols)
         require(stream, stream_cols, what=f"stream_source {ctx.sources['stream'].path!r}")
@@ -140,10 +140,10 @@ class StreamTableBatchForm:
                       skipped_null_value=int(row["null_value"] or 0))
         lookups = marked.where(~F.col("_held") & F.col("_skip").isNull()).select(
             *stream_cols, TABLE_KEY).localCheckpoint()
-        table_schema = lake.table_schema(table_source)
+        table_schema = ctx.sources["table"].schema(spark, table_version)
         table_values = cols.resolve_table_values(spark.createDataFrame([], table_schema))
         value_types = {c: table_schema[c].dataType.simpleString() for c in table_values}
-        versions = lake.read_delta(spark, table_source, version=table_version)
+        versions = ctx.sources["table"].snapshot(spark, table_version)
         joined = versioned_lookup(lookups, versions, cols=cols, value_cols=table_values,
                                   value_types=value_types, history_retention_ms=None,
                                   table_stream_time=None, strategy=self.lookup_strategy)
@@ -158,16 +158,19 @@ class StreamTableBatchForm:
 
 
 def backfill(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPaths, *,
-             stream_source: str, table_source: str, days: Sequence[str | dt.date],
+             stream_source: str | Source, table_source: str | Source,
+             days: Sequence[str | dt.date],
              columns: JoinColumns | None = None,
              lookup_strategy: Literal["auto", "broadcast", "shuffle"] = "auto",
-             dry_run: bool = False) -> BackfillReport:
+             dry_run: bool = False, **lease: float) -> BackfillReport:
     """Recompute the join for `days` (event dates of the stream records) and replace exactly
     those days' output rows in one commit; report the difference to what was there. With
-    `dry_run` nothing is committed (the report says what a backfill would change)."""
+    `dry_run` nothing is committed (the report says what a backfill would change). `lease`:
+    `wait_s` / `lease_ttl_s` of the join's writer lease (joins.incremental.run_backfill)."""
     step = StreamTableJoinStep(spec, columns or JoinColumns(), lookup_strategy=lookup_strategy)
     result = run_backfill(spark, step, StreamTableBatchForm(step, lookup_strategy), paths,
-                          {"stream": stream_source, "table": table_source}, days, dry_run=dry_run)
+                          {"stream": stream_source, "table": table_source}, days, dry_run=dry_run,
+                          **lease)
     return report_of(result)
 
 

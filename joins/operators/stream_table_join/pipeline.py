@@ -12,15 +12,15 @@ from pydantic import Field, StrictInt, StrictStr, model_validator
 
 from joins.landing.spec import ColumnSpec
 from joins.operators.stream_table_join.spec import LatePolicy, StreamTableJoinSpec
-from joins.pipeline.engine import BackfillSummary, DayDifference, RunSummary
 from joins.pipeline.sources import SourceSpec
 from joins.pipeline.spec import PipelineInput, PipelineSpec
+from joins.pipeline.summary import BackfillSummary, DayDifference, RunSummary
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from joins.operators.stream_table_join.columns import JoinColumns
-    from joins.pipeline.layout import PipelineLayout
+    from joins.pipeline.spec import PipelineLayout
 
 
 class StreamTableJoinPipeline(PipelineSpec):

@@ -71,7 +71,6 @@ __all__ = [
     "MicroBatchReport",
     "StreamTableJoinStep",
     "run_microbatch",
-    "spark_replay",
 ]
 
 # Carried from batch to batch (BatchDone.carry).
@@ -185,7 +184,7 @@ class StreamTableJoinStep:
         matched = F.col(VALID_FROM).isNotNull()
         beyond = F.lit(False)
         if spec.table.versioned and side.stream_time is not None:
-            retention = spec.table.history_retention_ms or 0
+            retention = spec.table.retention_ms
             beyond = F.col(TABLE_KEY).isNotNull() & (F.col(cols.ts) < F.lit(side.stream_time - retention))
         emitted = matched if spec.join == "inner" else F.lit(True)
         columns = [*stream_cols, *(table_value_name(c) for c in side.value_cols), VALID_FROM,
@@ -244,10 +243,12 @@ class StreamTableJoinStep:
 
 
 def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPaths, *,
-                   stream_source: str, table_source: str, batch_id: int | None = None,
+                   stream_source: str | incremental.Source, table_source: str | incremental.Source,
+                   batch_id: int | None = None,
                    columns: JoinColumns | None = None, block_rows: int = DEFAULT_BLOCK_ROWS,
                    lookup_strategy: Literal["auto", "broadcast", "shuffle"] = "auto",
-                   wait_s: float = incremental.DEFAULT_WAIT_S) -> MicroBatchReport:
+                   wait_s: float = incremental.DEFAULT_WAIT_S,
+                   lease_ttl_s: float = incremental.DEFAULT_LEASE_TTL_S) -> MicroBatchReport:
     """Run the next micro-batch of the join under `paths` (or re-run a crashed one).
 
     stream_source: Delta table of stream events (`key`, value columns, `ts` int ms,
@@ -255,6 +256,8 @@ def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPa
     table_source: the versioned Delta table (`joins.operators.versioned_table` layout) when
         `spec.table.versioned`, else an unversioned changelog (`key`, values, `ts`, `tombstone`,
         `arrival`).
+    Either source may be a Delta table in its own layout (`joins.incremental.DeltaTableSource`:
+    which columns are the key, the event time, the values; read as an append-only changelog).
     batch_id: None = the next one (or the planned-but-unfinished one); an id at or below the
         last completed batch returns that batch's report with `skipped` set.
     """
@@ -262,7 +265,8 @@ def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPa
                                lookup_strategy=lookup_strategy)
     result = incremental.run_microbatch(spark, step, paths,
                                         {"stream": stream_source, "table": table_source},
-                                        batch_id=batch_id, wait_s=wait_s)
+                                        batch_id=batch_id, wait_s=wait_s,
+                                        lease_ttl_s=lease_ttl_s)
     return report_of(result)
 
 
@@ -280,8 +284,3 @@ def report_of(result: incremental.BatchResult) -> MicroBatchReport:
                             stream_time=carry.get(STREAM_TIME),
                             table_stream_time=carry.get(TABLE_STREAM_TIME),
                             timings=dict(result.timings))
-
-
-# The Spark replay of scenario files lives in its own module; re-exported here because
-# DEFINITION.spark_replay names this module.
-from joins.operators.stream_table_join.spark_replay import spark_replay  # noqa: E402

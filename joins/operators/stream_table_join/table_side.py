@@ -180,8 +180,7 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
         require(probe, [cols.table_key, cols.table_ts, cols.tombstone, SEQ_BATCH, SEQ_ARRIVAL],
                 what=f"versioned {where}")
         rows_in, stream_time = _versioned_summary(ctx, cols, stats)
-        retention = spec.table.history_retention_ms
-        assert retention is not None  # the spec requires it for a versioned table
+        retention = table_retention(spec, ctx.source_path("table"))
         lookups = versioned_lookup(to_join, ctx.snapshot("table"), cols=cols, value_cols=value_cols,
                                    value_types=value_types, history_retention_ms=retention,
                                    table_stream_time=stream_time, strategy=strategy)
@@ -201,6 +200,22 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
     lookups = unversioned_lookup(to_join, combined, cols=cols, value_cols=value_cols,
                                  value_types=value_types)
     return TableSide(rows_in, None, value_cols, lookups, batch_latest)
+
+
+def table_retention(spec: StreamTableJoinSpec, path: str) -> int:
+    """The versioned table's history retention: the one stored with the table (which decided
+    what its ingest expired), which the spec must not contradict."""
+    from joins.operators.versioned_table.retention import read_history_retention
+
+    configured = spec.table.history_retention_ms
+    assert configured is not None  # the spec requires it for a versioned table
+    stored = read_history_retention(path) if lake.table_exists(path) else None
+    if stored is not None and stored != configured:
+        raise ConfigError(f"stream_table_join: the table {path!r} was built with a history "
+                          f"retention of {stored} ms, but the join is configured with "
+                          f"table.history_retention_ms = {configured}: lookups would answer "
+                          f"for history the table did not keep (or kept); configure {stored}")
+    return configured
 
 
 def _versioned_summary(ctx: StepContext, cols: JoinColumns,

@@ -87,6 +87,21 @@ def expiry_bound(stream_time: int | None, history_retention_ms: int) -> int | No
     return None if stream_time is None else stream_time - history_retention_ms
 
 
+# The event times a table holds: epoch ms within years 1..9999 (UTC), the range of a date, so
+# that `event_date` (the partition column) exists for every stored ts. Outside it Spark cannot
+# form the date (DATETIME_OVERFLOW beyond |ts| ~ 9.2e15, "year out of range" on every read
+# of a year-10000 partition), so such a record is refused or quarantined, never written.
+TS_MIN_MS = -62_135_596_800_000        # 0001-01-01T00:00:00.000Z
+TS_MAX_MS = 253_402_300_799_999        # 9999-12-31T23:59:59.999Z
+
+
+def ts_out_of_range(ts: Column, lo: int = TS_MIN_MS, hi: int = TS_MAX_MS) -> Column:
+    """True where `ts` (non-null) lies outside [lo, hi]."""
+    from pyspark.sql import functions as F
+
+    return (ts < F.lit(lo)) | (ts > F.lit(hi))
+
+
 def event_date(ts: Column) -> Column:
     """The UTC calendar date of an event time in ms: the partition column."""
     from pyspark.sql import functions as F

@@ -9,24 +9,37 @@ order, with the same answer as feeding the records one by one:
 - the put is expired iff ts < that stream time - history retention; otherwise it is appended;
   equal (key, ts) replacement is left to readers (last sequence wins, see spark_batch).
 
-The running max is a two-pass prefix scan: arrival indices are cut into contiguous blocks, each
-block's max ts is collected (one number per block), the carry into each block is the max of the
-blocks before it, and a window partitioned by block finishes the job. No single-partition
-window, no collect of records.
+The running max is a prefix scan without a single-partition window (`stream_time.py`).
 
-Commits (idempotent, application transaction = (source id, batch id)): the quarantine table
-first, the versions table last. The versions table is the commit point: it alone defines stream
-time, so a batch whose quarantine commit landed but whose versions commit did not is decided
-again exactly as before, and the re-run writes the versions (the quarantine write is skipped by
-its transaction). A batch whose versions commit landed is complete; a re-run writes nothing.
+Commits (idempotent, application transaction = (source id, batch id), each guarded by the
+table version it was decided against, so a concurrent writer makes it fail instead of landing
+twice): the quarantine table first, the versions table last. The versions table is the commit
+point: it alone defines stream time, so a batch whose quarantine commit landed but whose
+versions commit did not is decided again exactly as before; the re-run keeps or replaces the
+quarantine rows (see `quarantine.commit_quarantine`) and writes the versions. A batch whose
+versions commit landed is complete; a re-run writes nothing. The table stores its history
+retention (`retention.py`); an ingest configured otherwise is refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from joins.errors import ConfigError, InputRecordError, JoinsError
+from joins.errors import ConfigError, InputRecordError
+from joins.operators.versioned_table.batches import (
+    IngestReport,
+    check_batch_order,
+    recorded_batch_report,
+)
+from joins.operators.versioned_table.quarantine import (
+    KIND_EXPIRED,
+    SOURCE_FILE,
+    SOURCE_ROW,
+    bad_record_quarantine_rows,
+    commit_quarantine,
+)
+from joins.operators.versioned_table.retention import check_history_retention, retention_configuration
 from joins.operators.versioned_table.spark_batch import (
     ARRIVAL,
     BATCH_ID,
@@ -35,146 +48,30 @@ from joins.operators.versioned_table.spark_batch import (
     SOURCE_ID,
     TOMBSTONE,
     TS,
+    TS_MAX_MS,
+    TS_MIN_MS,
     VersionedDeltaLayout,
     event_date,
     read_stream_time,
     require_columns,
+    ts_out_of_range,
+)
+from joins.operators.versioned_table.stream_time import (
+    DEFAULT_BLOCK_ROWS,
+    DUPLICATE_ARRIVAL,
+    STREAM_TIME,
+    with_stream_time,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
     from joins.lake import CommitInfo
 
-# Optional provenance columns of a changelog (set by joins.landing), carried into quarantine.
-SOURCE_FILE = "source_file"
-SOURCE_ROW = "source_row"
-
 # Working columns of the classification.
-STREAM_TIME = "_stream_time"
-DUPLICATE_ARRIVAL = "_duplicate_arrival"
 INVALID_FIELD = "_invalid_field"
 STATUS = "_status"
 STORED, EXPIRED, INVALID = "stored", "expired", "invalid"
-
-# Quarantine reasons.
-KIND_EXPIRED = "expired"
-KIND_BAD_RECORD = "bad_record"
-
-DEFAULT_BLOCK_ROWS = 1 << 20
-# The prefix scan collects one number per block; wide arrival ranges widen blocks instead.
-MAX_BLOCKS = 4096
-
-
-class IngestStateError(JoinsError):
-    """The tables are in a state the requested batch cannot follow (an earlier batch is half
-    committed, or the batch id goes backwards)."""
-
-
-def quarantine_schema() -> StructType:
-    """The quarantine table: one row per input record not stored, with the reason."""
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
-
-    return StructType([
-        StructField(SOURCE_ID, StringType(), False),
-        StructField(BATCH_ID, LongType(), False),
-        StructField(ARRIVAL, LongType(), True),
-        StructField("kind", StringType(), False),
-        StructField("field", StringType(), True),
-        StructField("reason", StringType(), False),
-        StructField(SOURCE_FILE, StringType(), True),
-        StructField(SOURCE_ROW, LongType(), True),
-        StructField(TS, LongType(), True),
-        StructField("stream_time", LongType(), True),
-        StructField("history_retention_ms", LongType(), True),
-        StructField("record", StringType(), True),
-    ])
-
-
-# Columns a caller's bad-record frame provides (the rest are filled in by the ingest).
-BAD_RECORD_COLUMNS: tuple[str, ...] = (ARRIVAL, "field", "reason", SOURCE_FILE, SOURCE_ROW, "record")
-
-
-@dataclass(frozen=True)
-class IngestReport:
-    """What one batch did. rows_in == stored + expired + quarantined always holds for a batch
-    decided by this call; for a `skipped` batch (already committed) the counts are read back from
-    the tables (a compaction since may have removed some of its versions) and both stream times
-    are the table's current one.
-
-    `quarantined` counts bad input records (joins.landing), `expired` the puts older than stream
-    time - history retention; both kinds are rows of the quarantine table."""
-
-    source_id: str
-    batch_id: int
-    rows_in: int
-    stored: int
-    expired: int
-    quarantined: int
-    stream_time_before: int | None
-    stream_time_after: int | None
-    skipped: bool
-    versions_commit: CommitInfo | None
-    quarantine_commit: CommitInfo | None
-
-    @property
-    def versions_version(self) -> int | None:
-        return None if self.versions_commit is None else self.versions_commit.version
-
-    @property
-    def quarantine_version(self) -> int | None:
-        return None if self.quarantine_commit is None else self.quarantine_commit.version
-
-
-# ---- pure DataFrame steps -------------------------------------------------------------------
-
-
-def with_stream_time(changelog: DataFrame, *, stream_time_before: int | None,
-                     ts_col: str = TS, arrival_col: str = ARRIVAL,
-                     block_rows: int = DEFAULT_BLOCK_ROWS) -> DataFrame:
-    """Adds `_stream_time`: the stream time each record sees, i.e. the max of
-    `stream_time_before` and the ts of every record with a smaller arrival index (null while
-    nothing was stored yet), and `_duplicate_arrival`: true on the second and later records of
-    an arrival index (arrival order must be total)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    if block_rows < 1:
-        raise ValueError(f"block_rows must be >= 1, got {block_rows}")
-    spark = changelog.sparkSession
-    arrival = F.col(arrival_col)
-    span = changelog.agg(F.min(arrival).alias("lo"), F.max(arrival).alias("hi")).first()
-    if span is None or span["lo"] is None:
-        return (changelog.withColumn(STREAM_TIME, F.lit(stream_time_before).cast("long"))
-                .withColumn(DUPLICATE_ARRIVAL, F.lit(False)))
-    lo, hi = int(span["lo"]), int(span["hi"])
-    # With unique arrivals a block holds at most `width` records; widen blocks rather than
-    # collect more than MAX_BLOCKS maxima when arrival indices are sparse.
-    width = max(block_rows, -(-(hi - lo + 1) // MAX_BLOCKS))
-    # Integer division: exact for any long arrival index (a double would round above 2**53).
-    quoted = "`" + arrival_col.replace("`", "``") + "`"
-    blocked = changelog.withColumn("_block", F.expr(f"({quoted} - {lo}L) div {width}L"))
-    # A null arrival (an invalid record, refused later) has no block and carries nothing.
-    maxima = sorted((int(r["_block"]), r["m"]) for r in
-                    blocked.groupBy("_block").agg(F.max(ts_col).alias("m")).collect()
-                    if r["_block"] is not None)
-    carry_rows: list[tuple[int, int | None]] = []
-    running = stream_time_before
-    for blk, block_max in maxima:
-        carry_rows.append((blk, running))
-        if block_max is not None:
-            running = int(block_max) if running is None else max(running, int(block_max))
-    carries = spark.createDataFrame(carry_rows, "_block long, _carry long")
-    in_block = Window.partitionBy("_block").orderBy(arrival_col)
-    before_in_block = F.max(ts_col).over(in_block.rowsBetween(Window.unboundedPreceding, -1))
-    # greatest() skips nulls: null only when neither the table nor an earlier record has a ts.
-    return (blocked.join(F.broadcast(carries), on="_block", how="left")
-            .withColumn(STREAM_TIME, F.greatest(F.col("_carry"), before_in_block))
-            # Equal arrivals share a block, so the same window sees every duplicate.
-            .withColumn(DUPLICATE_ARRIVAL,
-                        F.coalesce(F.lag(arrival_col).over(in_block) == arrival, F.lit(False)))
-            .drop("_block", "_carry"))
 
 
 def classify_changelog(changelog: DataFrame, layout: VersionedDeltaLayout, *,
@@ -182,19 +79,21 @@ def classify_changelog(changelog: DataFrame, layout: VersionedDeltaLayout, *,
                        tombstone_col: str = TOMBSTONE, arrival_col: str = ARRIVAL,
                        block_rows: int = DEFAULT_BLOCK_ROWS) -> DataFrame:
     """The changelog with `_stream_time` and `_status`: `stored`, `expired`, or `invalid` (a null
-    key column, ts, tombstone flag or arrival index, or a repeated arrival index: never stored;
-    `_invalid_field` names the field, the caller reports it)."""
+    key column, ts, tombstone flag or arrival index, a ts outside years 1..9999, or a repeated
+    arrival index: never stored; `_invalid_field` names the field, the caller reports it)."""
     from pyspark.sql import functions as F
 
     needed = [*layout.key_columns, *layout.value_columns, ts_col, tombstone_col, arrival_col]
     require_columns(changelog, needed, what="changelog")
-    null_field = F.coalesce(*(F.when(F.col(c).isNull(), F.lit(c)) for c in
-                              [*layout.key_columns, ts_col, tombstone_col, arrival_col]))
+    refused_field = F.coalesce(
+        *(F.when(F.col(c).isNull(), F.lit(c)) for c in
+          [*layout.key_columns, ts_col, tombstone_col, arrival_col]),
+        F.when(ts_out_of_range(F.col(ts_col)), F.lit(ts_col)))
     # An invalid record must not move stream time: hide its ts from the prefix scan.
-    scanned = changelog.withColumn("_scan_ts", F.when(null_field.isNull(), F.col(ts_col)))
+    scanned = changelog.withColumn("_scan_ts", F.when(refused_field.isNull(), F.col(ts_col)))
     timed = with_stream_time(scanned, stream_time_before=stream_time_before, ts_col="_scan_ts",
                              arrival_col=arrival_col, block_rows=block_rows).drop("_scan_ts")
-    invalid_field = F.coalesce(null_field, F.when(F.col(DUPLICATE_ARRIVAL), F.lit(arrival_col)))
+    invalid_field = F.coalesce(refused_field, F.when(F.col(DUPLICATE_ARRIVAL), F.lit(arrival_col)))
     st = F.col(STREAM_TIME)
     expired = st.isNotNull() & (F.col(ts_col) < st - F.lit(layout.history_retention_ms))
     status = (F.when(F.col(INVALID_FIELD).isNotNull(), F.lit(INVALID))
@@ -251,82 +150,30 @@ def expired_quarantine_rows(classified: DataFrame, layout: VersionedDeltaLayout,
     )
 
 
-def bad_record_quarantine_rows(bad: DataFrame, *, source_id: str, batch_id: int) -> DataFrame:
-    """A caller's bad-record frame (columns BAD_RECORD_COLUMNS) as quarantine rows."""
-    from pyspark.sql import functions as F
-
-    require_columns(bad, list(BAD_RECORD_COLUMNS), what="bad-record frame")
-    return bad.select(
-        F.lit(source_id).alias(SOURCE_ID),
-        F.lit(batch_id).cast("long").alias(BATCH_ID),
-        F.col(ARRIVAL).cast("long").alias(ARRIVAL),
-        F.lit(KIND_BAD_RECORD).alias("kind"),
-        F.col("field").cast("string").alias("field"),
-        F.col("reason").cast("string").alias("reason"),
-        F.col(SOURCE_FILE).cast("string").alias(SOURCE_FILE),
-        F.col(SOURCE_ROW).cast("long").alias(SOURCE_ROW),
-        F.lit(None).cast("long").alias(TS),
-        F.lit(None).cast("long").alias("stream_time"),
-        F.lit(None).cast("long").alias("history_retention_ms"),
-        F.col("record").cast("string").alias("record"),
-    )
-
-
 # ---- commits --------------------------------------------------------------------------------
 
 
-def _commit_quarantine(rows: DataFrame, path: str, *, source_id: str, batch_id: int) -> CommitInfo:
-    from joins.lake import AppTxn, write_delta
+def _commit_versions(rows: DataFrame, path: str, *, source_id: str, batch_id: int,
+                     expected_version: int, history_retention_ms: int) -> CommitInfo:
+    from joins.lake import AppTxn, set_table_properties, write_delta
 
-    return write_delta(rows, path, mode="append", app_txn=AppTxn(source_id, batch_id),
-                       commit_message=f"quarantine of batch {batch_id} from {source_id}")
-
-
-def _commit_versions(rows: DataFrame, path: str, *, source_id: str, batch_id: int) -> CommitInfo:
-    from joins.lake import AppTxn, write_delta
-
-    return write_delta(rows, path, mode="append", partition_by=list(PARTITION_BY),
-                       app_txn=AppTxn(source_id, batch_id),
+    info = write_delta(rows, path, mode="append", partition_by=list(PARTITION_BY),
+                       app_txn=AppTxn(source_id, batch_id), expected_version=expected_version,
                        commit_message=f"versions of batch {batch_id} from {source_id}")
-
-
-def _committed_batch(path: str, source_id: str) -> int | None:
-    from joins.lake import txn_version
-
-    return txn_version(path, source_id)
-
-
-def recorded_batch_report(spark: SparkSession, *, versions_path: str, quarantine_path: str,
-                          source_id: str, batch_id: int) -> IngestReport | None:
-    """The report of batch `batch_id` if its versions commit already landed (the batch is then
-    complete and must not be written again), read back from the tables; else None."""
-    from pyspark.sql import functions as F
-
-    from joins.lake import read_delta, table_exists
-
-    committed = _committed_batch(versions_path, source_id)
-    if committed is None or batch_id > committed:
-        return None
-    stream_time = read_stream_time(spark, versions_path)
-    versions = read_delta(spark, versions_path, columns=[SOURCE_ID, BATCH_ID])
-    stored = versions.where((F.col(SOURCE_ID) == source_id) & (F.col(BATCH_ID) == batch_id)).count()
-    counts: dict[str, int] = {}
-    if table_exists(quarantine_path):
-        q = read_delta(spark, quarantine_path, columns=[SOURCE_ID, BATCH_ID, "kind"])
-        q = q.where((F.col(SOURCE_ID) == source_id) & (F.col(BATCH_ID) == batch_id))
-        counts = {r["kind"]: int(r["n"]) for r in q.groupBy("kind").agg(F.count("*").alias("n")).collect()}
-    expired, bad = counts.get(KIND_EXPIRED, 0), counts.get(KIND_BAD_RECORD, 0)
-    return IngestReport(source_id=source_id, batch_id=batch_id, rows_in=stored + expired + bad,
-                        stored=stored, expired=expired, quarantined=bad,
-                        stream_time_before=stream_time, stream_time_after=stream_time, skipped=True,
-                        versions_commit=None, quarantine_commit=None)
+    if expected_version == -1 and info.version is not None:
+        # delta-rs takes only `delta.*` properties in a creating commit, so the retention follows
+        # in a commit of its own; after a crash between the two the next ingest records it.
+        set_table_properties(path, retention_configuration(history_retention_ms),
+                             expected_version=info.version)
+    return info
 
 
 def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: VersionedDeltaLayout, *,
                      versions_path: str, quarantine_path: str, source_id: str, batch_id: int,
                      ts_col: str = TS, tombstone_col: str = TOMBSTONE, arrival_col: str = ARRIVAL,
                      bad_records: DataFrame | None = None,
-                     block_rows: int = DEFAULT_BLOCK_ROWS) -> IngestReport:
+                     block_rows: int = DEFAULT_BLOCK_ROWS,
+                     before_commit: Callable[[], None] | None = None) -> IngestReport:
     """Apply one changelog micro-batch to the versioned Delta table at `versions_path`.
 
     `changelog` has the layout's key and value columns, an integer event-time column `ts_col`
@@ -334,32 +181,35 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
     arrived in; the seed rules are applied in that order). Optional `source_file`/`source_row`
     columns are carried into quarantine rows. `bad_records` (columns BAD_RECORD_COLUMNS) are
     input records a reader refused; they are quarantined in the same commit as expired puts.
+    `before_commit` is called before each commit (a writer lease's `check`).
 
     Batch ids of one source must increase; re-running a committed batch writes nothing and
-    returns a `skipped` report. A record with a null key, ts, tombstone flag or arrival index
-    raises InputRecordError (naming its arrival index and the field) before anything is written.
+    returns a `skipped` report. A record with a null key, ts, tombstone flag or arrival index,
+    or a ts outside years 1..9999, raises InputRecordError (naming its arrival index and the
+    field) before anything is written. A history retention other than the one stored with the
+    table raises ConfigError.
     """
     from pyspark.sql import functions as F
+
+    from joins.lake import delta_version
 
     if not source_id:
         raise ConfigError(f"{OPERATOR}: source_id must be a non-empty string")
     if batch_id < 0:
         raise ConfigError(f"{OPERATOR}: batch_id must be >= 0, got {batch_id}")
+    check_history_retention(versions_path, layout.history_retention_ms, before_commit=before_commit)
     recorded = recorded_batch_report(spark, versions_path=versions_path,
                                      quarantine_path=quarantine_path, source_id=source_id,
                                      batch_id=batch_id)
     if recorded is not None:
         return recorded
-    committed = _committed_batch(versions_path, source_id)
-    quarantined_batch = _committed_batch(quarantine_path, source_id)
-    if quarantined_batch is not None and quarantined_batch > (committed if committed is not None else -1) \
-            and quarantined_batch != batch_id:
-        raise IngestStateError(
-            f"{OPERATOR}: batch {quarantined_batch} of source {source_id!r} is half committed (its "
-            f"quarantine rows are in {quarantine_path}, its versions are not in {versions_path}); "
-            f"re-run batch {quarantined_batch} before batch {batch_id}")
+    check_batch_order(main_path=versions_path, quarantine_path=quarantine_path,
+                      source_id=source_id, batch_id=batch_id)
 
-    stream_time_before = read_stream_time(spark, versions_path)
+    # Decided against this version and committed only on top of it.
+    version = delta_version(versions_path)
+    stream_time_before = None if version is None else read_stream_time(spark, versions_path,
+                                                                        version=version)
     classified = classify_changelog(changelog, layout, stream_time_before=stream_time_before,
                                     ts_col=ts_col, tombstone_col=tombstone_col,
                                     arrival_col=arrival_col, block_rows=block_rows).persist()
@@ -370,7 +220,7 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
             F.count("*").alias("n"), F.max(ts_col).alias("max_ts")).collect()
         counts = {r[STATUS]: int(r["n"]) for r in stats}
         if counts.get(INVALID):
-            _raise_first_invalid(classified, arrival_col=arrival_col)
+            _raise_first_invalid(classified, ts_col=ts_col, arrival_col=arrival_col)
         stored_max = next((r["max_ts"] for r in stats if r[STATUS] == STORED), None)
         stream_time_after = stream_time_before
         if stored_max is not None:
@@ -379,21 +229,23 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
         n_bad = 0 if bad is None else bad.count()
         n_expired = counts.get(EXPIRED, 0)
 
-        quarantine_commit = None
-        if n_expired + n_bad:
-            rows = expired_quarantine_rows(classified, layout, source_id=source_id, batch_id=batch_id,
-                                           ts_col=ts_col, tombstone_col=tombstone_col,
-                                           arrival_col=arrival_col)
-            if bad is not None:
-                rows = rows.unionByName(bad)
-            # Skipped by its transaction when a crashed run already committed it.
-            quarantine_commit = _commit_quarantine(rows, quarantine_path, source_id=source_id,
-                                                   batch_id=batch_id)
+        rows = expired_quarantine_rows(classified, layout, source_id=source_id, batch_id=batch_id,
+                                       ts_col=ts_col, tombstone_col=tombstone_col,
+                                       arrival_col=arrival_col)
+        if bad is not None:
+            rows = rows.unionByName(bad)
+        quarantine_commit = commit_quarantine(rows, quarantine_path, source_id=source_id,
+                                              batch_id=batch_id, count=n_expired + n_bad,
+                                              before_commit=before_commit)
+        if before_commit is not None:
+            before_commit()
         # Written even when empty: the versions commit is what marks the batch as done.
         versions_commit = _commit_versions(
             versions_rows(classified, layout, source_id=source_id, batch_id=batch_id, ts_col=ts_col,
                           tombstone_col=tombstone_col, arrival_col=arrival_col),
-            versions_path, source_id=source_id, batch_id=batch_id)
+            versions_path, source_id=source_id, batch_id=batch_id,
+            expected_version=-1 if version is None else version,
+            history_retention_ms=layout.history_retention_ms)
     finally:
         classified.unpersist()
         if bad is not None:
@@ -406,18 +258,22 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
                         quarantine_commit=quarantine_commit)
 
 
-def _raise_first_invalid(classified: DataFrame, *, arrival_col: str) -> None:
+def _raise_first_invalid(classified: DataFrame, *, ts_col: str, arrival_col: str) -> None:
     from pyspark.sql import functions as F
 
     # A record without an arrival index orders first: min_by would skip a null ordering.
     order = F.coalesce(F.col(arrival_col).cast("long"), F.lit(-(1 << 63)).cast("long"))
     row = classified.where(F.col(STATUS) == INVALID).agg(
-        F.min_by(F.struct(F.col(INVALID_FIELD).alias("field"), F.col(arrival_col).alias("a")),
+        F.min_by(F.struct(F.col(INVALID_FIELD).alias("field"), F.col(arrival_col).alias("a"),
+                          F.col(ts_col).cast("long").alias("ts")),
                  order).alias("first")).first()
     assert row is not None and row["first"] is not None
-    field, index = row["first"]["field"], row["first"]["a"]
+    field, index, ts = row["first"]["field"], row["first"]["a"], row["first"]["ts"]
     if field == arrival_col and index is not None:
         message = "arrival index appears more than once (arrival order must be total)"
+    elif field == ts_col and ts is not None:
+        message = (f"out of range: {ts} ms is not within years 1..9999 "
+                   f"({TS_MIN_MS}..{TS_MAX_MS} ms since the epoch)")
     else:
         message = ("must not be null (a versioned table record needs a key, an event time, a "
                    "tombstone flag and an arrival index)")

@@ -1,17 +1,8 @@
-"""What the Dagster layer asks of a pipeline's join, whatever the operator: run the next
-micro-batch, backfill (or check) event days, tell the join's stream time. Summaries are plain
-values (materialization metadata is made of them)."""
+"""What a pipeline's engine reports: plain values (materialization metadata is made of them)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-    from joins.pipeline.layout import PipelineLayout
 
 
 @dataclass(frozen=True)
@@ -87,18 +78,3 @@ class BackfillSummary:
     @property
     def agrees(self) -> bool:
         return all(d.agrees for d in self.per_day.values())
-
-
-class PipelineEngine(Protocol):
-    layout: PipelineLayout
-
-    def microbatch(self, spark: SparkSession) -> RunSummary: ...
-
-    def backfill(self, spark: SparkSession, days: Sequence[str], *,
-                 dry_run: bool = False) -> BackfillSummary: ...
-
-    def stream_time(self) -> int | None: ...
-
-    def output_identity(self) -> tuple[str, ...]:
-        """The columns that identify an output row (each identity appears at most once)."""
-        ...

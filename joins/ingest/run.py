@@ -1,0 +1,109 @@
+"""One ingest run of a source: landing files not taken yet -> the source's Delta tables.
+
+- One run per source at a time: the run holds the source's writer lease (`joins.lake.Lease`)
+  throughout, waiting for it at most `wait_s` (then WriterBusyError names the holder), and
+  checks it before every commit; every commit is also guarded by the table version it was
+  decided against, so a writer that lost the lease cannot land anything.
+- Exactly once across crashes and retries, via the write-ahead manifest (`manifest.py`): a
+  planned batch whose commit did not land is re-run first, with its own files and batch id,
+  before anything new is planned. A plan commit that another run made first stops the run.
+- Leftovers of a crashed run are removed first (`leftovers.py`).
+- No file blocks the source: a file that cannot be read is quarantined whole and recorded in the
+  manifest as taken; the rest of the batch goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from joins.errors import ConfigError
+from joins.ingest.leftovers import remove_leftovers
+from joins.ingest.manifest import IngestManifest, PlannedBatch, PlannedFile, pending_files
+from joins.ingest.source import IngestSource, IngestSummary
+from joins.ingest.stream import ingest_stream_batch
+from joins.ingest.table import ingest_table_batch
+from joins.landing.files import LandingFile, file_problem, scan_folder
+from joins.landing.parquet import footer_problem
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from joins.lake import LeaseRecord
+
+
+def list_landing(folder: str) -> list[str]:
+    """File names in a landing folder, in arrival (name) order, refused entries (links,
+    directories, ...) included: an ingest run quarantines them, so they are reported once."""
+    return [f.name for f in scan_folder(folder)]
+
+
+def ingest_in_progress(source: IngestSource) -> LeaseRecord | None:
+    """The lease record of the ingest of `source` running now (None: none), from the lease's
+    Delta log only (no Spark)."""
+    import time
+
+    from joins.lake import Lease
+
+    _, record = Lease(source.lease, purpose="look-up").current()
+    return record if record is not None and record.held_at(int(time.time() * 1000)) else None
+
+
+def _plan_problem(entry: LandingFile, source: IngestSource) -> str | None:
+    if entry.problem is not None:
+        return entry.problem
+    return footer_problem(entry.path) if source.spec.format == "parquet" else None
+
+
+def run_ingest(spark: SparkSession, source: IngestSource, *, requested: Sequence[str] = (),
+               wait_s: float = 0.0, on_wait: Callable[[LeaseRecord], None] | None = None
+               ) -> list[IngestSummary]:
+    """Ingest the requested landing files (all landed ones when none are named) that no batch has
+    taken yet. Returns one summary per batch run (none: nothing new). WriterBusyError when
+    another ingest of the source still holds the lease after `wait_s` seconds."""
+    from joins.lake import Lease, txn_version
+    from joins.operators.versioned_table.retention import check_history_retention
+
+    lease = Lease(source.lease, purpose=f"ingest of {source.name}", ttl_s=source.lease_ttl_s)
+    with lease.held(wait_s=wait_s, on_wait=on_wait):
+        entries = {f.name: f for f in scan_folder(source.landing)}
+        missing = sorted(set(requested) - set(entries))
+        if missing:
+            raise ConfigError(f"{source.name}: config.files names file(s) not in the landing "
+                              f"folder {source.landing}: {missing}")
+        remove_leftovers(spark, [source.manifest, source.quarantine, source.table],
+                         source_id=source.name, before_commit=lease.check)
+        if source.history_retention_ms is not None:
+            check_history_retention(source.table, source.history_retention_ms,
+                                    before_commit=lease.check)
+        manifest = IngestManifest(spark, source.manifest, source_id=source.name)
+        summaries: list[IngestSummary] = []
+        last, planned = manifest.state()
+        committed = txn_version(source.table, source.name) if last is not None else None
+        if last is not None and (committed is None or committed < last.batch_id):
+            summaries.append(_ingest_batch(spark, source, last, lease.check))
+        todo = pending_files(sorted(entries), planned, list(requested))
+        if todo:
+            batch = PlannedBatch(0 if last is None else last.batch_id + 1,
+                                 tuple(PlannedFile(n, _plan_problem(entries[n], source)) for n in todo))
+            manifest.plan(batch, before_commit=lease.check)
+            summaries.append(_ingest_batch(spark, source, batch, lease.check))
+        return summaries
+
+
+def _ingest_batch(spark: SparkSession, source: IngestSource, batch: PlannedBatch,
+                  before_commit: Callable[[], None]) -> IngestSummary:
+    folder = source.landing.rstrip("/")
+    readable: list[str] = []
+    refused: list[tuple[str, str]] = []
+    for f in batch.files:
+        path = f"{folder}/{f.name}"
+        # A planned file may have gone (or been swapped for a link) before a re-run of its batch.
+        problem = f.problem or file_problem(path)
+        if problem is None:
+            readable.append(path)
+        else:
+            refused.append((path, problem))
+    ingest = ingest_table_batch if source.kind == "table" else ingest_stream_batch
+    return ingest(spark, source, readable, batch_id=batch.batch_id, refused=refused,
+                  before_commit=before_commit)

@@ -1,0 +1,70 @@
+"""What the ingest engine needs to know about a source, and what one batch did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from joins.errors import ConfigError
+from joins.landing.spec import LandingSpec
+
+SourceKind = Literal["table", "stream"]
+OPERATOR = "ingest"
+# How long a crashed ingest keeps its source's lease before another run may take it over.
+DEFAULT_LEASE_TTL_S = 300.0
+
+
+@dataclass(frozen=True)
+class IngestSource:
+    """One source: its landing folder and file schema, and where its tables live.
+
+    - `kind`: `table` (a versioned table: seed rules, expired puts quarantined; needs
+      `history_retention_ms`) or `stream` (an append-only events table);
+    - `table`: the versioned table / the events table; `quarantine`: rows (and whole files)
+      not stored, with the reason; `manifest`: which landing files each batch took;
+    - `lease`: the writer lease that lets one ingest of the source run at a time.
+    """
+
+    name: str
+    kind: SourceKind
+    landing: str
+    spec: LandingSpec
+    table: str
+    quarantine: str
+    manifest: str
+    lease: str
+    history_retention_ms: int | None = None
+    lease_ttl_s: float = DEFAULT_LEASE_TTL_S
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ConfigError(f"{OPERATOR}: a source needs a non-empty name")
+        if self.kind not in ("table", "stream"):
+            raise ConfigError(f"{OPERATOR} {self.name!r}: kind must be 'table' or 'stream', "
+                              f"got {self.kind!r}")
+        if not isinstance(self.spec, LandingSpec):
+            raise ConfigError(f"{OPERATOR} {self.name!r}: spec must be a LandingSpec")
+        if (self.kind == "table") != (self.history_retention_ms is not None):
+            raise ConfigError(f"{OPERATOR} {self.name!r}: history_retention_ms is required for a "
+                              f"table source and meaningless for a stream")
+        if self.history_retention_ms is not None and self.history_retention_ms < 0:
+            raise ConfigError(f"{OPERATOR} {self.name!r}: history_retention_ms must be >= 0, got "
+                              f"{self.history_retention_ms}")
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """One ingest batch of a source. rows_in = stored + expired + quarantined, where a file
+    quarantined whole (`bad_files`) counts as one."""
+
+    source: str
+    batch_id: int
+    files: tuple[str, ...]
+    rows_in: int
+    stored: int
+    expired: int
+    quarantined: int
+    bad_files: tuple[str, ...]
+    stream_time: int | None
+    delta_version: int | None
+    skipped: bool

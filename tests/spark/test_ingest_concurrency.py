@@ -1,0 +1,96 @@
+"""Two processes ingest one source at once, round after round (issue 9): each with its own
+SparkSession, both asking for the same files or each for its own new file. Every landed row must
+be stored exactly once."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from joins.ingest import IngestSource
+from joins.lake import read_delta
+from joins.landing import LandingSpec
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROUNDS = 6
+ROWS_PER_FILE = 3
+
+
+def make_source(root: str, kind: str) -> IngestSource:
+    spec = LandingSpec.parse({"format": "jsonl", "key_columns": [{"name": "k", "type": "string"}],
+                              "value_columns": [{"name": "v", "type": "long"}], "ts_column": "ts",
+                              "on_bad_record": "quarantine"})
+    return IngestSource(name="src", kind=kind, landing=f"{root}/landing", spec=spec,  # type: ignore[arg-type]
+                        table=f"{root}/table", quarantine=f"{root}/quarantine",
+                        manifest=f"{root}/manifest", lease=f"{root}/lease",
+                        history_retention_ms=10**12 if kind == "table" else None)
+
+
+def land(folder: str, name: str) -> None:
+    """Write under a hidden name, then rename into place: a half-written file is never landed."""
+    os.makedirs(folder, exist_ok=True)
+    rows = "".join(f'{{"k": "{name}-{i}", "ts": {1000 + i}, "v": {i}}}\n' for i in range(ROWS_PER_FILE))
+    tmp = os.path.join(folder, f".{name}.tmp")
+    with open(tmp, "w") as f:
+        f.write(rows)
+    os.rename(tmp, os.path.join(folder, name))
+
+
+def _ingester(root: str, kind: str, mode: str, who: int, barrier: Any) -> None:
+    try:
+        from joins.ingest import run_ingest
+        from joins.spark import SparkSettings, get_spark
+
+        spark = get_spark(SparkSettings(master="local[1]", shuffle_partitions=1, driver_memory="768m"))
+        src = make_source(root, kind)
+        for r in range(ROUNDS):
+            if mode == "same":
+                if who == 0:
+                    land(src.landing, f"r{r:02d}-a.jsonl")
+                    land(src.landing, f"r{r:02d}-b.jsonl")
+                barrier.wait()
+                run_ingest(spark, src, wait_s=300)   # both take whatever is pending
+            else:
+                name = f"r{r:02d}-p{who}.jsonl"
+                land(src.landing, name)
+                barrier.wait()
+                run_ingest(spark, src, requested=[name], wait_s=300)
+            barrier.wait()
+    except BaseException:
+        traceback.print_exc()
+        barrier.abort()
+        raise SystemExit(1) from None
+
+
+@pytest.mark.parametrize(("mode", "kind"), [("different", "table"), ("same", "stream")])
+def test_two_processes_ingesting_one_source_store_every_row_once(spark: Any, tmp_path: Path,
+                                                                 mode: str, kind: str) -> None:
+    root = str(tmp_path)
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_ingester, args=(root, kind, mode, who, barrier)) for who in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(1200)
+    assert [p.exitcode for p in procs] == [0, 0]
+
+    src = make_source(root, kind)
+    landed = sorted(n for n in os.listdir(src.landing) if not n.startswith("."))
+    assert len(landed) == 2 * ROUNDS
+    want = sorted(f"{n}-{i}" for n in landed for i in range(ROWS_PER_FILE))
+    table = read_delta(spark, src.table)
+    keys = Counter(r["k"] for r in table.select("k").collect())
+    assert sorted(keys) == want
+    assert [k for k, n in keys.items() if n != 1] == []        # nothing doubled
+    manifest = read_delta(spark, src.manifest).collect()
+    assert sorted(r["file"] for r in manifest) == landed       # each file planned once
+    assert Counter(r["batch_id"] for r in manifest).keys() == {r["batch_id"] for r in manifest}
+    assert not Path(src.quarantine).exists()
