@@ -18,6 +18,7 @@ from joins.pipeline.spec import PipelineSpec
 # operator -> "module:class" of its pipeline spec (imported on first use).
 SPEC_CLASSES: dict[str, str] = {
     "stream_table_join": "joins.operators.stream_table_join.pipeline:StreamTableJoinPipeline",
+    "interval_join": "joins.operators.interval_join.pipeline:IntervalJoinPipeline",
 }
 
 

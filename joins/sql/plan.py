@@ -93,7 +93,6 @@ def analyze_join_condition(condition: str, left_columns: Sequence[str],
     parsed = parse_condition(condition)
     resolver = ColumnResolver.for_condition(schema, parsed)
     resolve = resolver.resolve
-    predicate = compile_predicate(parsed, resolve)
 
     per_side: dict[Side, list[exp.Expression]] = {"left": [], "right": []}
     candidates: list[TimeBound] = []
@@ -117,6 +116,9 @@ def analyze_join_condition(condition: str, left_columns: Sequence[str],
         if not any(b.bounded.side == side for b in bounds):
             raise ConfigError(_missing_bound_message(side, rejected, keys))
     time_columns = tuple(schema.ordered(c for b in bounds for c in (b.bounded, b.reference)))
+    # Compiled after the bounds: a condition the engine cannot bound says so first, even where
+    # an unsupported function is what makes a bound non-constant.
+    predicate = compile_predicate(parsed, resolve)
     filters = {side: compile_predicate(exp.and_(*parts), resolve)
                for side, parts in per_side.items() if parts}
     return JoinConditionPlan(

@@ -190,6 +190,19 @@ def _bounds_of(difference: Linear, relation: str, source: str, bare: bool) -> li
     return bounds
 
 
+def _why_not_constant(*sides: exp.Expression) -> str:
+    """Why `a op b` is no `x >= y - constant` (linearize gave up): a function, or columns
+    multiplied or divided."""
+    for side in sides:
+        for node in side.walk():
+            if isinstance(node, exp.Func) and not isinstance(node, exp.Binary | exp.Interval) \
+                    and node.find(exp.Column) is not None:
+                return (f"its offset holds {node.sql()}, a function of a column, so it changes "
+                        f"from row to row; the offset must be a constant")
+    return ("its offset multiplies or divides columns, so it changes from row to row; the offset "
+            "must be a constant")
+
+
 def examine(conjunct: exp.Expression, resolve: ColumnResolve) -> tuple[list[TimeBound], list[str]]:
     """The time bounds a two-input conjunct yields, and why its other parts could not be used."""
     bounds: list[TimeBound] = []
@@ -198,7 +211,7 @@ def examine(conjunct: exp.Expression, resolve: ColumnResolve) -> tuple[list[Time
         text = f"{a.sql()} {relation} {b.sql()}"
         la, lb = linearize(a, resolve), linearize(b, resolve)
         if la is None or lb is None:
-            rejected.append(f"`{text}` is not linear in the time columns")
+            rejected.append(f"`{text}` is not a constant bound: {_why_not_constant(a, b)}")
             continue
         difference = la.plus(lb, -1)
         if len({c.side for c, _ in difference.terms}) < 2:

@@ -60,6 +60,11 @@ def _day_start(day: dt.date) -> int:
     return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp() * 1000)
 
 
+def day_complete(day: dt.date, settled: int | None) -> bool:
+    """Is every output row of `day` final (`settled_until`)?"""
+    return settled is not None and _day_start(day) + DAY_MS <= settled
+
+
 @dataclass
 class IntervalBatchForm:
     step: IntervalJoinStep
@@ -72,8 +77,7 @@ class IntervalBatchForm:
         if done is None:
             return BackfillRows(None)
         settled = settled_until(step, done.carry)
-        last_end = _day_start(days[-1]) + DAY_MS
-        if settled is None or last_end > settled:
+        if not day_complete(days[-1], settled):
             raise ConfigError(
                 f"{APP}: day {days[-1]} is not complete: micro-batches may still add rows to it "
                 f"(rows are final before {settled}, from the output watermarks minus the largest "
