@@ -173,24 +173,33 @@ class ReplayLake:
         return [(batch, item) for _key, batch, item in out]
 
     def _item(self, row: Any) -> Item:
-        if row[KIND] == WATERMARK:
-            schema = self.spec.plan.schema
-            for side in SIDES:
-                for name, column in self.layout.sides[side].outputs.items():
-                    if column == row[WM_KEY]:
-                        ref = ColumnRef(side, name)
-                        return {"watermark": {schema.watermark_name(ref): row[WM_TS]}}
-            raise AssertionError(f"unknown watermark column {row[WM_KEY]!r}")
-        return {"row": {"l": self._side_row(row, "left"), "r": self._side_row(row, "right")}}
+        def present(side: Side, seq: int) -> dict[str, Any]:
+            return self.records[(side, seq)].row or {}
+        return output_item(row, self.layout, self.kinds, present)
 
-    def _side_row(self, row: Any, side: Side) -> dict[str, Any] | None:
+
+def output_item(row: Any, layout: JoinLayout, kinds: dict[Side, dict[str, Kind]],
+                present: Any = None) -> Item:
+    """An output row as the reference emits it; `present(side, seq)` gives the input row,
+    whose keys are the columns to show (default: all)."""
+    if row[KIND] == WATERMARK:
+        schema = layout.spec.plan.schema
+        for side in SIDES:
+            for name, column in layout.sides[side].outputs.items():
+                if column == row[WM_KEY]:
+                    return {"watermark": {schema.watermark_name(ColumnRef(side, name)): row[WM_TS]}}
+        raise AssertionError(f"unknown watermark column {row[WM_KEY]!r}")
+
+    def side_row(side: Side) -> dict[str, Any] | None:
         seq = row[SIDE_SEQ[side]]
         if seq is None:
             return None
-        original = self.records[(side, seq)].row or {}
-        cols = self.layout.sides[side]
-        return {n: _decode(row[cols.output(n)], self.kinds[side][n]) for n in cols.names
-                if n in original}
+        cols = layout.sides[side]
+        shown = None if present is None else present(side, seq)
+        return {n: _decode(row[cols.output(n)], kinds[side][n]) for n in cols.names
+                if shown is None or n in shown}
+
+    return {"row": {"l": side_row("left"), "r": side_row("right")}}
 
 
 def _encode(value: Any, kind: Kind) -> Any:
