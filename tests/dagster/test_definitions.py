@@ -15,13 +15,18 @@ def test_defs_validate() -> None:
     dg.Definitions.validate_loadable(defs)
     repo = defs.get_repository_def()
     assert {"orders_ingest", "rates_ingest", "orders_with_rates_backfill", "orders_with_rates_checks",
-            "orders_with_rates_microbatch"} <= set(repo.job_names)
+            "orders_with_rates_microbatch", "order_events_ingest", "deliveries_ingest",
+            "orders_with_deliveries_microbatch"} <= set(repo.job_names)
     assert {s.name for s in repo.sensor_defs} == {
-        "orders_landing_sensor", "rates_landing_sensor", "orders_with_rates_microbatch_sensor"}
-    assert [s.name for s in repo.schedule_defs] == ["orders_with_rates_nightly_backfill"]
+        "orders_landing_sensor", "rates_landing_sensor", "orders_with_rates_microbatch_sensor",
+        "order_events_landing_sensor", "deliveries_landing_sensor",
+        "orders_with_deliveries_microbatch_sensor"}
+    assert sorted(s.name for s in repo.schedule_defs) == [
+        "orders_with_deliveries_nightly_backfill", "orders_with_rates_nightly_backfill"]
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"orders", "rates", "orders_with_rates"}
+    assert keys == {"orders", "rates", "orders_with_rates", "order_events", "deliveries",
+                    "orders_with_deliveries"}
     checks = {k.name for k in graph.asset_check_keys}
     assert checks == {"backfill_agrees_with_stream", "no_duplicate_output_rows", "quarantine_below_threshold"}
 

@@ -75,8 +75,10 @@ class EventTables:
         """The batch's output in emission order, as reference items."""
         kinds = {s: {n: "long" if self.types[n] == "long" else "string"
                      for n in self.layout.sides[s].names} for s in ("left", "right")}
-        rows = [r for r in lake.read_delta(self.spark, f"{self.root}/output").collect()
-                if r["batch_id"] == batch_id]
+        path = f"{self.root}/output"
+        if not lake.table_exists(path):
+            return []
+        rows = [r for r in lake.read_delta(self.spark, path).collect() if r["batch_id"] == batch_id]
         rows.sort(key=lambda r: tuple(int(r[c] or 0) for c in (
             "_emit_pos", "_emit_phase", "_order_batch", "_order_pos", "_order_seq")))
         return [output_item(r, self.layout, kinds) for r in rows]  # type: ignore[arg-type]

@@ -182,8 +182,9 @@ def quarantine_rows(layout: JoinLayout, new: dict[Side, DataFrame], batch_id: in
         rows = new[side].where(F.col(CLASS).isin(*classes))
         parts.append(rows.select(*layout.sides[side].output_names(),
                                  F.col(SEQ).alias(SIDE_SEQ[side]), F.lit(side).alias("side"),
-                                 F.col(WHY).alias(REASON), F.col(POS).alias(EMIT_POS)))
+                                 F.col(CLASS).alias("kind"), F.col(WHY).alias(REASON),
+                                 F.col(POS).alias(EMIT_POS)))
     union = parts[0].unionByName(parts[1], allowMissingColumns=True)
     return union.select(*layout.output_columns(), F.col(SIDE_SEQ["left"]).cast("long"),
-                        F.col(SIDE_SEQ["right"]).cast("long"), "side", REASON, EMIT_POS,
+                        F.col(SIDE_SEQ["right"]).cast("long"), "side", "kind", REASON, EMIT_POS,
                         F.lit(batch_id).cast("long").alias(BATCH_ID))
