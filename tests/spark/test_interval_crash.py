@@ -23,7 +23,7 @@ from tests.spark.test_stream_table_crash import InjectedCrash, counting
 
 pytestmark = pytest.mark.spark
 
-TABLES = ("output", "quarantine", "buffer_left", "buffer_right", "used")
+TABLES = ("output", "quarantine", "buffer")
 FIRST = [
     {"side": "left", "row": {"id": "a0", "t": 1, "k": "x", "v": 1}},    # evicted unused: padded
     {"side": "left", "row": {"id": "a1", "t": 5, "k": "a", "v": 1}},    # joins b2, then evicted

@@ -217,7 +217,7 @@ def test_max_buffered_rows_fails_the_batch_with_nothing_committed(spark: Any, tm
             replay.run()
     from joins import lake
 
-    for table in ("output", "quarantine", "buffer_left", "buffer_right", "used"):
+    for table in ("output", "quarantine", "buffer"):
         assert not lake.table_exists(f"{replay.join_root}/{table}"), table
     # With a higher limit the same planned batch runs.
     replay.spec = spec_of("l.t BETWEEN r.t - 2 AND r.t + 2", "inner", max_buffered_rows=3)

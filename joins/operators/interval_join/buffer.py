@@ -1,19 +1,22 @@
 """The join's buffers as Delta state: what a batch reads and writes of them, and compaction.
 
-A batch must not cost what the buffers hold, so nothing here rewrites them per batch:
+A batch must not cost what the buffers hold, so nothing here rewrites them per batch. One state
+table, `buffer` (append, partitioned by `_side`), holds two kinds of entries (`_entry`):
 
-- `buffer_left` / `buffer_right` (append): a row when it is buffered, with `_used0` (did it join
-  in the batch that buffered it), `_batch`, `_pos` (buffer order) and `_seq` (its identity);
-- `used` (append): `(_side, _seq)` of a buffered row that joined in a later batch: the unused
-  flag of seed 003's fault tolerance, flipped without rewriting the row;
-- eviction writes nothing: a row is buffered while every bounded time is at or above its lower
-  bound, and the lower bounds are carried from batch to batch (`timeline.py`). Evicted rows stay
-  in the files until compaction, and every read filters them out (the filter is on the time
-  columns, so Parquet statistics skip old files).
+- `row`: a row when it is buffered: its side's columns, `_seq` (its identity), `_batch` /
+  `_pos` (buffer order) and `_used0` (did it join in the batch that buffered it);
+- `used`: `_seq` of a buffered row that joined in a later batch: the unused flag of seed 003's
+  fault tolerance, flipped without rewriting the row.
 
-Compaction (`compact`, every `COMPACT_EVERY` batches after the done record) rewrites the buffers
-with only their live rows and the `used` flags folded into `_used0`, then empties `used`: the
-content a batch reads is unchanged.
+Eviction writes nothing: a row is buffered while every bounded time is at or above its lower
+bound, and the lower bounds are carried from batch to batch (`timeline.py`). Evicted rows stay
+in the files until compaction, and every read filters them out (the filter is on the time
+columns, so Parquet statistics skip old files). A batch writes its new rows and flags in one
+commit.
+
+Compaction (`compact`, every `COMPACT_EVERY` batches after the done record) rewrites the table
+with only the live rows, the `used` flags folded into `_used0`, clustered by time: the content a
+batch reads is unchanged.
 """
 
 from __future__ import annotations
@@ -28,76 +31,99 @@ from joins.operators.interval_join.columns import SEQ, JoinLayout
 from joins.sql import SIDES, ColumnRef, Side
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from joins.incremental import JoinRoot, StepContext
 
-BUFFER: dict[Side, str] = {"left": "buffer_left", "right": "buffer_right"}
-USED = "used"
-SIDE = "_side"
-STATE_TABLES = (StateTable(BUFFER["left"], "append"), StateTable(BUFFER["right"], "append"),
-                StateTable(USED, "append"))
+BUFFER = "buffer"
+SIDE, ENTRY = "_side", "_entry"
+ROW, USED = "row", "used"
+STATE_TABLES = (StateTable(BUFFER, "append", partition_by=(SIDE,)),)
+# Compaction writes about this many rows per file, clustered by time.
+ROWS_PER_FILE = 500_000
 
 
 def buffer_columns(layout: JoinLayout, side: Side) -> list[str]:
     return [*layout.sides[side].output_names(), SEQ, BATCH, POS, USED0]
 
 
+def _entries(ctx_rows: DataFrame | None, side: Side, entry: str) -> DataFrame | None:
+    from pyspark.sql import functions as F
+
+    if ctx_rows is None:
+        return None
+    return ctx_rows.where((F.col(SIDE) == F.lit(side)) & (F.col(ENTRY) == F.lit(entry)))
+
+
 def read_buffer(ctx: StepContext, layout: JoinLayout, side: Side,
                 floors: dict[ColumnRef, int]) -> DataFrame | None:
     """The rows of `side` buffered when the batch starts (live under the carried bounds)."""
-    rows = ctx.state(BUFFER[side], columns=buffer_columns(layout, side))
-    return None if rows is None else rows.where(live(layout, side, floors))
+    rows = _entries(ctx.state(BUFFER), side, ROW)
+    if rows is None:
+        return None
+    return rows.select(*buffer_columns(layout, side)).where(live(layout, side, floors))
 
 
 def read_used(ctx: StepContext, side: Side) -> DataFrame | None:
     """`_seq` of the rows of `side` that joined after the batch that buffered them."""
+    used = _entries(ctx.state(BUFFER), side, USED)
+    return None if used is None else used.select(SEQ)
+
+
+def row_entries(layout: JoinLayout, side: Side, rows: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    used = ctx.state(USED)
-    return None if used is None else used.where(F.col(SIDE) == F.lit(side)).select(SEQ)
+    return rows.select(*buffer_columns(layout, side), F.lit(ROW).alias(ENTRY),
+                       F.lit(side).alias(SIDE))
 
 
-def used_rows(side: Side, seqs: DataFrame, batch_id: int) -> DataFrame:
+def used_entries(side: Side, seqs: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    return seqs.select(F.lit(side).alias(SIDE), F.col(SEQ).cast("long").alias(SEQ),
-                       F.lit(batch_id).cast("long").alias("batch_id"))
+    return seqs.select(F.col(SEQ).cast("long").alias(SEQ), F.lit(USED).alias(ENTRY),
+                       F.lit(side).alias(SIDE))
+
+
+def entries(parts: list[DataFrame]) -> DataFrame:
+    """One frame of entries (each side's columns null elsewhere) for the batch's one commit."""
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part, allowMissingColumns=True)
+    return union
+
+
+def _first_time(layout: JoinLayout, side: Side) -> Column | None:
+    from pyspark.sql import functions as F
+
+    firsts = layout.bounded_columns(side) or layout.time_columns(side)
+    return F.col(layout.ref(firsts[0])) if firsts else None
 
 
 def compact(spark: SparkSession, root: JoinRoot, layout: JoinLayout,
             floors: dict[ColumnRef, int]) -> None:
-    """Rewrite each buffer with its live rows, flags folded in; then empty `used`. Each rewrite
-    is guarded by the version it read: a batch committing meanwhile wins and the next
-    compaction retries."""
+    """Rewrite the buffer with its live rows, flags folded in, clustered by time. Guarded by
+    the version it read: a batch committing meanwhile wins and the next compaction retries."""
     from pyspark.sql import functions as F
 
-    used_path = root.state(USED)
-    used_version = lake.delta_version(used_path)
-    used = None
-    if used_version is not None:
-        used = lake.read_delta(spark, used_path, version=used_version)
-    folded = True
+    path = root.state(BUFFER)
+    version = lake.delta_version(path)
+    if version is None:
+        return
+    table = lake.read_delta(spark, path, version=version)
+    parts = []
     for side in SIDES:
-        path = root.state(BUFFER[side])
-        version = lake.delta_version(path)
-        if version is None:
-            continue
-        rows = lake.read_delta(spark, path, version=version).where(live(layout, side, floors))
-        if used is not None:
-            flags = (used.where(F.col(SIDE) == F.lit(side)).select(F.col(SEQ).alias("_flag"))
-                     .distinct())
-            rows = (rows.join(flags, rows[SEQ] == flags["_flag"], "left")
-                    .withColumn(USED0, F.col(USED0) | F.col("_flag").isNotNull()).drop("_flag"))
-        try:
-            lake.write_delta(rows, path, mode="overwrite", expected_version=version,
-                             commit_message=f"interval_join: compact {BUFFER[side]} of version "
-                                            f"{version}")
-        except lake.ConcurrentCommitError:
-            folded = False
-    # The flags may go only once every buffer holds them.
-    if folded and used is not None and used_version is not None:
-        with contextlib.suppress(lake.ConcurrentCommitError):
-            lake.write_delta(used.limit(0), used_path, mode="overwrite",
-                             expected_version=used_version,
-                             commit_message="interval_join: used flags folded into the buffers")
+        rows = table.where((F.col(SIDE) == side) & (F.col(ENTRY) == ROW))
+        rows = rows.where(live(layout, side, floors))
+        flags = (table.where((F.col(SIDE) == side) & (F.col(ENTRY) == USED))
+                 .select(F.col(SEQ).alias("_flag")).distinct())
+        rows = (rows.join(flags, rows[SEQ] == flags["_flag"], "left")
+                .withColumn(USED0, F.col(USED0) | F.col("_flag").isNotNull()).drop("_flag"))
+        first = _first_time(layout, side)
+        n = rows.count()
+        if first is not None and n:
+            rows = rows.repartitionByRange(max(1, -(-n // ROWS_PER_FILE)), first)
+        parts.append(rows)
+    with contextlib.suppress(lake.ConcurrentCommitError):
+        lake.write_delta(parts[0].unionByName(parts[1]), path, mode="overwrite",
+                         partition_by=[SIDE], expected_version=version,
+                         commit_message=f"interval_join: compact the buffer of version {version}")

@@ -32,11 +32,12 @@ from joins.operators.interval_join.bins import time_window
 from joins.operators.interval_join.buffer import (
     BUFFER,
     STATE_TABLES,
-    USED,
     compact,
+    entries,
     read_buffer,
     read_used,
-    used_rows,
+    row_entries,
+    used_entries,
 )
 from joins.operators.interval_join.classify import (
     BUFFERED,
@@ -139,8 +140,9 @@ class IntervalJoinStep:
         new, old = {}, {}
         for side in SIDES:
             evict = evict_index(layout, side, timeline)
+            # Cached: the count, the pairs, the null-padded rows and the buffer all read it.
             new[side] = classify(raw[side], layout, side, timeline).withColumn(
-                EVICT, F.when(F.col(CLASS) == BUFFERED, evict))
+                EVICT, F.when(F.col(CLASS) == BUFFERED, evict)).persist()
             buffered = read_buffer(ctx, layout, side, timeline.segments[0].floors)
             old[side] = None if buffered is None else buffered.withColumn(EVICT, evict)
         evicted_old = {s: None if old[s] is None else old[s].where(F.col(EVICT).isNotNull())
@@ -173,10 +175,14 @@ class IntervalJoinStep:
         late_q = self.spec.late == "quarantine"
         if any(counts.of(s, INVALID) or (late_q and counts.of(s, LATE)) for s in SIDES):
             quarantine = Written(quarantine_rows(layout, new, ctx.batch_id, late_q))
-        state = self._state_writes(ctx, new, pairs, matched, old)
+        state = self._state_writes(ctx, new, pairs, matched, old, counts)
+        def release() -> None:
+            for frame in new.values():
+                frame.unpersist()
+
         return StepResult(output=output, quarantine=quarantine, state=state,
                           finish=self._finisher(ctx, timeline, counts, held, seen, marked),
-                          release=pairs.unpersist)
+                          release=release)
 
     def _pairs(self, ctx: StepContext, layout: JoinLayout, new: dict[Side, DataFrame],
                old: dict[Side, DataFrame | None], counts: BatchCounts) -> DataFrame:
@@ -199,28 +205,29 @@ class IntervalJoinStep:
 
     def _state_writes(self, ctx: StepContext, new: dict[Side, DataFrame], pairs: DataFrame,
                       matched: dict[Side, DataFrame], old: dict[Side, DataFrame | None],
-                      ) -> dict[str, Written]:
+                      counts: BatchCounts) -> dict[str, Written]:
+        """The batch's buffered rows (with their flag) and the flags of old rows that joined,
+        in one commit (nothing when the batch buffers nothing and no old row could join)."""
         from pyspark.sql import functions as F
 
-        from joins.operators.interval_join.buffer import buffer_columns
-
-        state: dict[str, Written] = {}
+        # Empty rows of both sides first: the table's columns never depend on the first batch.
+        parts = [row_entries(self.layout, side, new[side].withColumn(USED0, F.lit(False)).limit(0))
+                 for side in SIDES]
+        writes = 0
         for side in SIDES:
-            flags = matched[side].select(F.col(SEQ).alias("_hit"))
-            rows = (new[side].where((F.col(CLASS) == BUFFERED) & F.col(EVICT).isNull())
-                    .join(flags, F.col(SEQ) == F.col("_hit"), "left")
-                    .withColumn(USED0, F.col("_hit").isNotNull()))
-            state[BUFFER[side]] = Written(rows.select(*buffer_columns(self.layout, side)))
-        flips = []
-        for side in SIDES:
+            if counts.of(side, BUFFERED):
+                writes += 1
+                flags = matched[side].select(F.col(SEQ).alias("_hit"))
+                rows = (new[side].where((F.col(CLASS) == BUFFERED) & F.col(EVICT).isNull())
+                        .join(flags, F.col(SEQ) == F.col("_hit"), "left")
+                        .withColumn(USED0, F.col("_hit").isNotNull()))
+                parts.append(row_entries(self.layout, side, rows))
             if old[side] is not None:
+                writes += 1
                 hit = pairs.where(F.col(lin(side, "_old")) & F.col(lin(side, EVICT)).isNull())
-                flips.append(used_rows(side, hit.select(F.col(lin(side, SEQ)).alias(SEQ)).distinct(),
-                                       ctx.batch_id))
-        if flips:
-            union = flips[0] if len(flips) == 1 else flips[0].unionByName(flips[1])
-            state[USED] = Written(union)
-        return state
+                parts.append(used_entries(side, hit.select(F.col(lin(side, SEQ)).alias(SEQ))
+                                          .distinct()))
+        return {BUFFER: Written(entries(parts))} if writes else {}
 
     def _finisher(self, ctx: StepContext, timeline: Timeline, counts: BatchCounts,
                   held: dict[Side, int], seen: dict[Side, dict[ColumnRef, int]],
