@@ -72,7 +72,7 @@ class Join:
 
     def run(self) -> Any:
         from joins.incremental import run_microbatch
-        from joins.operators.interval_join.spark_incremental import report_of
+        from joins.operators.interval_join.report import report_of
 
         return report_of(run_microbatch(self.spark, self.step, self.root, self.paths))
 

@@ -21,7 +21,8 @@ from joins.incremental import run_microbatch
 from joins.operators.base import Item
 from joins.operators.interval_join import IntervalJoinProcessor, IntervalJoinSpec
 from joins.operators.interval_join.columns import JoinLayout
-from joins.operators.interval_join.spark_incremental import IntervalJoinStep, report_of
+from joins.operators.interval_join.report import report_of
+from joins.operators.interval_join.spark_incremental import IntervalJoinStep
 from joins.operators.interval_join.spark_replay import output_item
 from joins.operators.interval_join.spec import parse_interval_join_record
 from joins.spec import parse_spec

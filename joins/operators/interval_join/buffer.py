@@ -55,18 +55,23 @@ def _entries(ctx_rows: DataFrame | None, side: Side, entry: str) -> DataFrame | 
     return ctx_rows.where((F.col(SIDE) == F.lit(side)) & (F.col(ENTRY) == F.lit(entry)))
 
 
-def read_buffer(ctx: StepContext, layout: JoinLayout, side: Side,
-                floors: dict[ColumnRef, int]) -> DataFrame | None:
+def read_entries(ctx: StepContext) -> DataFrame | None:
+    """The buffer as the batch starts from it (read once: every read below filters it)."""
+    return ctx.state(BUFFER)
+
+
+def buffered_rows(table: DataFrame | None, layout: JoinLayout, side: Side,
+                  floors: dict[ColumnRef, int]) -> DataFrame | None:
     """The rows of `side` buffered when the batch starts (live under the carried bounds)."""
-    rows = _entries(ctx.state(BUFFER), side, ROW)
+    rows = _entries(table, side, ROW)
     if rows is None:
         return None
     return rows.select(*buffer_columns(layout, side)).where(live(layout, side, floors))
 
 
-def read_used(ctx: StepContext, side: Side) -> DataFrame | None:
+def used_seqs(table: DataFrame | None, side: Side) -> DataFrame | None:
     """`_seq` of the rows of `side` that joined after the batch that buffered them."""
-    used = _entries(ctx.state(BUFFER), side, USED)
+    used = _entries(table, side, USED)
     return None if used is None else used.select(SEQ)
 
 

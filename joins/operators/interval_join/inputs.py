@@ -148,3 +148,20 @@ def derived_events(layout: JoinLayout, lag_ms: dict[Side, int | None],
 def batch_rows(ctx: StepContext, side: Side) -> int | None:
     stats = ctx.change_stats(side)
     return None if stats is None else stats.rows
+
+
+def batch_range(ctx: StepContext, layout: JoinLayout,
+                 side: Side) -> tuple[dict[ColumnRef, int], dict[ColumnRef, int]]:
+    """Min and max of `side`'s time columns over the batch's new rows (Delta statistics; empty
+    when unknown, which reads the whole buffer)."""
+    if ctx.range(side).empty:
+        return {}, {}
+    stats = ctx.change_stats(side)
+    if stats is None:
+        return {}, {}
+    lo, hi = {}, {}
+    for ref in layout.time_columns(side):
+        column = layout.sides[side].inputs[ref.name]
+        if stats.min.get(column) is not None and stats.max.get(column) is not None:
+            lo[ref], hi[ref] = int(stats.min[column]), int(stats.max[column])
+    return lo, hi

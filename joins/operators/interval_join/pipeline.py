@@ -136,7 +136,7 @@ class IntervalJoinEngine:
 
     def microbatch(self, spark: SparkSession) -> RunSummary:
         from joins.incremental import run_microbatch
-        from joins.operators.interval_join.spark_incremental import report_of
+        from joins.operators.interval_join.report import report_of
 
         r = report_of(run_microbatch(spark, self.step, self.layout.join_root, self._sources()))
         return RunSummary(

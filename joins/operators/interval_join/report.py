@@ -4,7 +4,10 @@ Dagster layer turns it into metadata)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from joins import incremental
 
 SideCounts = dict[str, int]  # "left" / "right" -> rows
 
@@ -59,3 +62,17 @@ class IntervalBatchReport:
         data["event_days_touched"] = tuple(data.get("event_days_touched", ()))
         data.update(overrides)
         return cls(**data)
+
+
+def report_of(result: incremental.BatchResult) -> IntervalBatchReport:
+    """The operator's report of a runtime result (a run, a re-run, or a skip)."""
+    done = result.done
+    if not result.skipped and done is not None:
+        return IntervalBatchReport.from_dict(done.report, commits=result.commits,
+                                             timings=dict(result.timings))
+    if result.batch_id is not None and done is not None:
+        return IntervalBatchReport.from_dict(done.report, skipped=True,
+                                             skip_reason=result.skip_reason,
+                                             timings=dict(result.timings))
+    return IntervalBatchReport(batch_id=None, skipped=True, skip_reason=result.skip_reason,
+                               timings=dict(result.timings))

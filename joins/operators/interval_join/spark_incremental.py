@@ -32,12 +32,13 @@ from joins.operators.interval_join.bins import time_window
 from joins.operators.interval_join.buffer import (
     BUFFER,
     STATE_TABLES,
+    buffered_rows,
     compact,
     entries,
-    read_buffer,
-    read_used,
+    read_entries,
     row_entries,
     used_entries,
+    used_seqs,
 )
 from joins.operators.interval_join.classify import (
     BUFFERED,
@@ -66,6 +67,7 @@ from joins.operators.interval_join.counts import (
 )
 from joins.operators.interval_join.inputs import (
     OrderMode,
+    batch_range,
     derived_events,
     explicit_events,
     max_seen,
@@ -124,14 +126,16 @@ class IntervalJoinStep:
 
         plan = self.spec.plan
         layout = self.layout
-        for side in SIDES:
-            layout = layout.with_kinds(side, ctx.schema(side))
         carry = ctx.carry
         held: dict[Side, int] = {s: int(carry.get("buffered", {}).get(s, 0)) for s in SIDES}
         raw: dict[Side, DataFrame] = {}
         marked: dict[Side, bool] = {}
-        for side in SIDES:
-            raw[side], marked[side] = read_side(ctx, layout, side, self.order)
+        with ctx.phase("read"):
+            for side in SIDES:
+                layout = layout.with_kinds(side, ctx.schema(side))
+            for side in SIDES:
+                raw[side], marked[side] = read_side(ctx, layout, side, self.order)
+            table = read_entries(ctx)
         with ctx.phase("watermarks"):
             events = explicit_events(ctx, layout, marked, self.order)
             seen = {s: max_seen(ctx, layout, s, carry.get("max_seen", {})) for s in SIDES}
@@ -143,7 +147,7 @@ class IntervalJoinStep:
             # Cached: the count, the pairs, the null-padded rows and the buffer all read it.
             new[side] = classify(raw[side], layout, side, timeline).withColumn(
                 EVICT, F.when(F.col(CLASS) == BUFFERED, evict)).persist()
-            buffered = read_buffer(ctx, layout, side, timeline.segments[0].floors)
+            buffered = buffered_rows(table, layout, side, timeline.segments[0].floors)
             old[side] = None if buffered is None else buffered.withColumn(EVICT, evict)
         evicted_old = {s: None if old[s] is None else old[s].where(F.col(EVICT).isNotNull())
                        for s in SIDES}
@@ -160,7 +164,7 @@ class IntervalJoinStep:
             timeline.emit(minima)
         pairs = self._pairs(ctx, layout, new, old, counts)
         matched = {s: pairs.select(F.col(lin(s, SEQ)).alias(SEQ)).distinct() for s in SIDES}
-        used = {s: read_used(ctx, s) for s in SIDES}
+        used = {s: used_seqs(table, s) for s in SIDES}
         parts = [pairs.withColumn(KIND, F.lit(JOINED)),
                  *null_pads(layout, timeline, new, evicted_old, used, matched)]
         markers = watermark_rows(ctx.spark, layout, timeline)
@@ -194,7 +198,7 @@ class IntervalJoinStep:
             if old[side] is None:
                 candidates[side] = None
                 continue
-            lo, hi = _batch_range(ctx, layout, other)
+            lo, hi = batch_range(ctx, layout, other)
             candidates[side] = old_rows(narrowed(old[side], layout, side, lo, hi), F.col(EVICT))
         rows = sum(n for (_s, _c), n in counts.by_class.items())
         with ctx.phase("pairs"):
@@ -225,8 +229,8 @@ class IntervalJoinStep:
             if old[side] is not None:
                 writes += 1
                 hit = pairs.where(F.col(lin(side, "_old")) & F.col(lin(side, EVICT)).isNull())
-                parts.append(used_entries(side, hit.select(F.col(lin(side, SEQ)).alias(SEQ))
-                                          .distinct()))
+                # Duplicates (a row joining several) are harmless; compaction folds them.
+                parts.append(used_entries(side, hit.select(F.col(lin(side, SEQ)).alias(SEQ))))
         return {BUFFER: Written(entries(parts))} if writes else {}
 
     def _finisher(self, ctx: StepContext, timeline: Timeline, counts: BatchCounts,
@@ -270,34 +274,3 @@ class IntervalJoinStep:
             return next_carry, report.to_dict()
 
         return finish
-
-
-def _batch_range(ctx: StepContext, layout: JoinLayout,
-                 side: Side) -> tuple[dict[ColumnRef, int], dict[ColumnRef, int]]:
-    """Min and max of `side`'s time columns over the batch's new rows (Delta statistics; empty
-    when unknown, which reads the whole buffer)."""
-    if ctx.range(side).empty:
-        return {}, {}
-    stats = ctx.change_stats(side)
-    if stats is None:
-        return {}, {}
-    lo, hi = {}, {}
-    for ref in layout.time_columns(side):
-        column = layout.sides[side].inputs[ref.name]
-        if stats.min.get(column) is not None and stats.max.get(column) is not None:
-            lo[ref], hi[ref] = int(stats.min[column]), int(stats.max[column])
-    return lo, hi
-
-
-def report_of(result: incremental.BatchResult) -> IntervalBatchReport:
-    """The operator's report of a runtime result (a run, a re-run, or a skip)."""
-    done = result.done
-    if not result.skipped and done is not None:
-        return IntervalBatchReport.from_dict(done.report, commits=result.commits,
-                                             timings=dict(result.timings))
-    if result.batch_id is not None and done is not None:
-        return IntervalBatchReport.from_dict(done.report, skipped=True,
-                                             skip_reason=result.skip_reason,
-                                             timings=dict(result.timings))
-    return IntervalBatchReport(batch_id=None, skipped=True, skip_reason=result.skip_reason,
-                               timings=dict(result.timings))

@@ -38,7 +38,8 @@ from joins.operators.interval_join.columns import (
     JoinLayout,
 )
 from joins.operators.interval_join.pairs import EMIT_PHASE, EMIT_POS, ORDER_BATCH, ORDER_POS, ORDER_SEQ
-from joins.operators.interval_join.spark_incremental import IntervalJoinStep, report_of
+from joins.operators.interval_join.report import report_of
+from joins.operators.interval_join.spark_incremental import IntervalJoinStep
 from joins.operators.interval_join.spec import IntervalJoinRecord, IntervalJoinSpec
 from joins.operators.interval_join.validate import validate_row, watermark_column
 from joins.sql import SIDES, ColumnRef, Side
