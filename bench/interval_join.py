@@ -39,6 +39,7 @@ from bench.asof_join import (
     _machine,
     _spark_action,
     _timed,
+    check_rows,
     print_table,
 )
 from bench.datagen import DATA_DIR, HOT_KEYS, T0_MS, _draw_keys, _write, parse_count
@@ -241,13 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         if row["engine"] == "ours":
             print(f"ours {row['size']} {row['dist']}: {row['x_binned'] or float('nan'):.2f}x DuckDB "
                   f"binned, {row['x_plain'] or float('nan'):.2f}x DuckDB plain")
-    problems = []
-    for size in args.sizes.split(","):
-        for dist in args.dists.split(","):
-            counts = {r.engine: r.rows for r in results
-                      if (r.size, r.dist) == (size, dist) and r.status == "ok"}
-            if len(set(counts.values())) > 1:
-                problems.append(f"{size} {dist}: row counts differ: {counts}")
+    problems = check_rows(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "machine_before": machine_before, "machine_after": _machine(),
