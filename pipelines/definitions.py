@@ -48,6 +48,8 @@ SPECS_DIR = Path(__file__).resolve().parent / "specs"
 DEMO_SPEC_FILE = SPECS_DIR / "orders_with_rates.yaml"
 # The demo's spec as plain settings (what a YAML file holds).
 DEMO_SPEC: dict[str, Any] = yaml.safe_load(DEMO_SPEC_FILE.read_text())
+# The demo's interval join: orders with the deliveries made within three hours.
+DELIVERIES_SPEC: dict[str, Any] = yaml.safe_load((SPECS_DIR / "orders_with_deliveries.yaml").read_text())
 
 
 def lake_root_from_env() -> str:

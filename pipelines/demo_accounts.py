@@ -21,7 +21,7 @@ from pipelines.sample_accounts import generate_accounts, write_accounts_wave
 from pipelines.sample_data import SampleConfig
 
 if TYPE_CHECKING:
-    from pipelines.demo import Demo
+    from pipelines.demo_runner import Demo
 
 SPECS = Path(__file__).resolve().parent / "specs"
 JOIN_SPEC: dict[str, Any] = yaml.safe_load((SPECS / "customer_accounts.yaml").read_text())
@@ -101,7 +101,7 @@ def run_accounts(demo: Demo, root: Path, cfg: SampleConfig) -> AccountsResult:
              + ", ".join(f"{k} {n}" for k, n in sorted(out.counts.items())))
 
     demo.say(f"asset checks of {spec.name} after the micro-batches:")
-    from pipelines.demo import _print_checks
+    from pipelines.demo_runner import _print_checks
 
     out.checks_before = _print_checks(demo, demo.execute(checks_job_name(spec)))
     schedule = demo.defs.resolve_schedule_def(f"{spec.name}_nightly_backfill")

@@ -21,6 +21,7 @@ SPEC_CLASSES: dict[str, str] = {
     "table_table_join": "joins.operators.table_table_join.pipeline:TableTableJoinPipeline",
     "table_filter": "joins.operators.table_filter.pipeline:TableFilterPipeline",
     "table_aggregate": "joins.operators.table_aggregate.pipeline:TableAggregatePipeline",
+    "interval_join": "joins.operators.interval_join.pipeline:IntervalJoinPipeline",
 }
 
 
