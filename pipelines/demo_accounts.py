@@ -5,7 +5,9 @@ the sensors, the checks job and the nightly backfill schedule.
 
 Prints per micro-batch the updates in per side, results out, out-of-order updates ignored and
 expired ones; the current results and the temporal history of one customer; the count per
-country; the checks before and after the backfill that writes the temporal history.
+country; the checks before and after the backfill that writes the temporal history. With each
+wave the foreign-key join `orders_with_customer` (`demo_order_customer.py`) takes its order
+updates and the same customer files.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def run_accounts(demo: Demo, root: Path, cfg: SampleConfig) -> AccountsResult:
     waves = generate_accounts(cfg)
     fk = parse_pipeline_spec(FK_SPEC)
     fk_out = OrderCustomerResult()
-    order_waves = generate_order_customers(cfg)
+    order_waves = generate_order_customers(cfg, [w.customers for w in waves])
     demo.say(f"second pipeline `{spec.name}`: {sum(len(w.customers) for w in waves)} customer and "
              f"{sum(len(w.accounts) for w in waves)} account updates in {len(waves)} waves, out of "
              f"order on both sides, one expired; `{count.name}` counts its results per country; "

@@ -13,6 +13,7 @@ import dagster as dg
 import pytest
 
 from assets.factory import build_pipeline_assets, layout_of
+from joins import lake
 from joins.errors import ConfigError
 from joins.pipeline import parse_pipeline_spec
 from pipelines.definitions import build_definitions, checks_job_name
@@ -61,9 +62,10 @@ WAVES = [
     ([_customer("c1", "NL", DAY1 + HOUR), _customer("c2", "FR", DAY1 + HOUR)],
      [_order("o1", "c1", DAY1 + 2 * HOUR), _order("o2", "c2", DAY1 + 2 * HOUR),
       _order("o3", None, DAY1 + 2 * HOUR)]),
-    # c1 moves country (fan-out to o1), o2 moves to c1 and back to c2 in one batch (the
-    # response to the first move is stale), o3 gets a customer; one late order update.
-    ([_customer("c1", "DE", DAY1 + 5 * HOUR)],
+    # c1 moves country: its fan-out answers o1 and o2's subscription to c1, which o2 has
+    # already left again by then (the batch interleaves both tables by arrival index: o2→c1,
+    # c3, o2→c2, c1, ...): that response is stale. o3 gets a customer; one late order update.
+    ([_customer("c3", "BE", DAY1 + 4 * HOUR), _customer("c1", "DE", DAY1 + 5 * HOUR)],
      [_order("o2", "c1", DAY1 + 6 * HOUR), _order("o2", "c2", DAY1 + 7 * HOUR),
       _order("o3", "c2", DAY1 + 8 * HOUR), _order("o1", "c2", DAY1)]),
     # The next day: c2 deleted (o2, o3 keep their left row: a left join), o1 cancelled.
@@ -100,11 +102,24 @@ def test_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: Path) -
             batches.append(md)
         first, second, third = batches
         assert (first["subscriptions"], first["rows_out"]) == (2, 3)   # o3: null FK, no subscription
-        assert second["fan_out"] == 1                                  # c1's change reaches o1
-        assert second["stale_discarded"] >= 1                          # o2's first move
+        assert (second["fan_out"], second["stale_discarded"]) == (2, 1)   # o1; o2 stale
         assert second["out_of_order_ignored_left"] == 1
         assert second["subscriptions"] == 3
         assert third["subscriptions"] == 2 and third["fan_out"] == 2    # c2 deleted: o2, o3
+        # The README's worked example: what each batch emitted (the last result per key).
+        out = lake.read_delta(spark, layout.output).collect()
+        emitted = {(r["_batch_id"], r["order_id"]): (r["right_country"], r["ts"] - DAY1,
+                                                    r["tombstone"]) for r in out}
+        hour = HOUR
+        assert emitted == {
+            # o1→c1 comes before c1 in the batch: c1's insert answers it by fan-out, which
+            # carries the right update's ts (Kafka's), as does o2's
+            (0, "o1"): ("NL", 1 * hour, False), (0, "o2"): ("FR", 1 * hour, False),
+            (0, "o3"): (None, 2 * hour, False),
+            (1, "o1"): ("DE", 5 * hour, False), (1, "o2"): ("FR", 7 * hour, False),
+            (1, "o3"): ("FR", 8 * hour, False),
+            (2, "o2"): (None, 26 * hour, False), (2, "o3"): (None, 26 * hour, False),
+            (2, "o1"): (None, 27 * hour, True)}
         checks = _checks(defs.resolve_job_def(checks_job_name(ja.spec)).execute_in_process(
             instance=instance, run_config=QUIET))
         assert checks["latest_equals_temporal_history"], checks
