@@ -70,8 +70,10 @@ def summary(demo: Demo, spec: Any, out: OrderCustomerResult) -> None:
     who = output.groupBy("order_id").count().orderBy("count", "order_id", ascending=[False, True]).first()[0]
     demo.say(f"what the join emitted for {who} (it moved between customers):")
     for r in output.where(output["order_id"] == who).orderBy("_batch_id", "_emit_seq").collect():
-        demo.table(f"    batch {r['_batch_id']} ts {_ts(r['ts'])}: customer {r['left_customer_id']}"
-                   f" -> {r['right_name']} ({r['right_country']})")
+        result = ("cancelled: tombstone" if r["tombstone"] else
+                  f"customer {r['left_customer_id']} -> " + (
+                      f"{r['right_name']} ({r['right_country']})" if r["has_right"] else "none"))
+        demo.table(f"    batch {r['_batch_id']} ts {_ts(r['ts'])}: {result}")
     schedule = demo.defs.resolve_schedule_def(f"{spec.name}_nightly_backfill")
     tick = schedule.evaluate_tick(demo.dg.build_schedule_context(
         instance=demo.instance, scheduled_execution_time=dt.datetime.now(dt.UTC)))
