@@ -23,7 +23,6 @@ SUBSET = [
     "tests/spark/test_stream_table_incremental.py::test_every_stream_table_scenario_on_spark"
     "[001_late_join]",
     "tests/spark/test_asof_join.py::test_equal_ts_before_first_and_tombstone",
-    "tests/spark/test_asof_join.py::test_auto_picks_the_index_for_integer_keys_and_sql_otherwise",
     "tests/spark/test_asof_join.py::test_callers_cached_inputs_stay_cached",
     "tests/lake/test_write_read.py::test_create_append_and_read_back_with_three_readers",
 ]
@@ -34,6 +33,7 @@ TIMEOUT_S = 1500
 class Outcome:
     name: str
     status: str          # passed / skipped / failed
+    seconds: float
     message: str = ""
 
 
@@ -77,7 +77,7 @@ def outcomes(report: Path) -> list[Outcome]:
                 status = "skipped" if tag == "skipped" else "failed"
                 message = (found.get("message") or "") + "\n" + (found.text or "")
                 break
-        out.append(Outcome(name, status, message.strip()))
+        out.append(Outcome(name, status, float(case.get("time") or 0), message.strip()))
     return out
 
 
@@ -92,3 +92,10 @@ def assert_subset_passed(run: Run, results: list[Outcome], *, allowed_skips: tup
     passed = [r.name for r in results if r.status == "passed"]
     assert len(passed) >= at_least, f"only {len(passed)} tests passed: {passed}\n{run.tail()}"
     assert run.returncode == 0, run.tail()
+
+
+def timings(run: Run, results: list[Outcome]) -> str:
+    """The run's wall time and its slowest tests, for the log."""
+    slowest = sorted(results, key=lambda r: -r.seconds)[:5]
+    return f"{run.seconds:.0f} s; slowest: " + ", ".join(
+        f"{r.name.rsplit('::', 1)[-1]} {r.seconds:.0f} s" for r in slowest)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.harness import ConnectServer, Standalone
-from tests.cluster.runs import assert_subset_passed, run_subset
+from tests.cluster.runs import assert_subset_passed, run_subset, timings
 
 pytestmark = [pytest.mark.connect, pytest.mark.slow]
 
@@ -21,5 +21,5 @@ def test_subset_through_connect(connect_server: ConnectServer, standalone: Stand
                                 tmp_path: Path) -> None:
     run, results = run_subset({"TJ_SPARK_REMOTE": connect_server.url,
                                "TJ_CLUSTER_WORK_DIR": str(standalone.work_dir)}, tmp_path)
-    print(f"subset through {connect_server.url}: {run.seconds:.0f} s")
+    print(f"subset through {connect_server.url}: {timings(run, results)}")
     assert_subset_passed(run, results, allowed_skips=CONNECT_SKIPS, at_least=11)
