@@ -10,6 +10,9 @@
 - `quarantine_below_threshold`: quarantined input rows (bad landing rows, expired table
   updates, late stream records under `late: quarantine`) stay below `quarantine_threshold` of
   the input rows.
+- an operator's own check where its spec names one (`consistency_check`): for the table-table
+  join, `latest_equals_temporal_history` (its current results against the temporal history at
+  its stream time). Operators without a batch form (filter, aggregate) have no agreement check.
 """
 
 from dagster import AssetCheckResult, AssetChecksDefinition, AssetCheckSeverity, MetadataValue, asset_check
@@ -95,4 +98,26 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
             description=f"{q.quarantined} of {q.rows_in} input rows quarantined ({q.share:.2%}; "
                         f"threshold {spec.quarantine_threshold:.1%})")
 
-    return [_agreement, _no_duplicates, _quarantine]
+    checks = [_no_duplicates, _quarantine]
+    if spec.has_batch_form:
+        checks.insert(0, _agreement)
+    own = spec.consistency_check()
+    if own is not None:
+        checks.append(_consistency_check(ja, *own))
+    return checks
+
+
+def _consistency_check(ja: PipelineAssets, name: str, description: str) -> AssetChecksDefinition:
+    """The operator's own check (for the table-table join: its latest results against the
+    temporal history at its stream time)."""
+    spec = ja.spec
+
+    @asset_check(asset=ja.join, name=name, description=description)
+    def _own(spark: SparkResource, lake: LakeResource) -> AssetCheckResult:
+        result = spec.engine(layout_of(lake, spec)).consistency(spark.get_session())
+        metadata = {k: MetadataValue.int(v) if isinstance(v, int) else MetadataValue.text(str(v))
+                    for k, v in result.metadata.items()}
+        return AssetCheckResult(passed=result.passed, metadata=metadata,
+                                description=result.description)
+
+    return _own

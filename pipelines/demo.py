@@ -1,4 +1,6 @@
-"""The demo (`./tj demo`, i.e. `python -m pipelines.demo`): orders enriched with currency rates.
+"""The demo (`./tj demo`, i.e. `python -m pipelines.demo`): orders enriched with currency rates,
+orders matched with their deliveries (`demo_deliveries.py`), then customers joined with their
+accounts and counted per country (`demo_accounts.py`).
 
 It lands two out-of-order sources wave by wave (with late records), and drives everything
 through the Dagster definitions the UI shows, in this process: sensor ticks decide what to run
@@ -21,11 +23,14 @@ import shutil
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipelines.demo_deliveries import DeliveriesResult, ingest_and_join, summary
+from pipelines.demo_deliveries import land as land_deliveries
+from pipelines.demo_runner import Demo, checks_and_nightly_backfill
 from pipelines.sample_data import SampleConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,96 +59,6 @@ def _fresh_root(root: Path) -> None:
     (root / MARKER).write_text("created by python -m pipelines.demo; wiped on every demo run\n")
 
 
-def _value(v: Any) -> Any:
-    return getattr(v, "value", getattr(v, "text", v))
-
-
-def _md(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _value(v) for k, v in metadata.items()}
-
-
-@dataclass
-class Events:
-    """The asset events and check evaluations of one run, metadata as plain values."""
-
-    materializations: list[tuple[str | None, dict[str, Any]]] = field(default_factory=list)
-    observations: list[dict[str, Any]] = field(default_factory=list)
-    checks: list[tuple[str, bool, str, str | None, dict[str, Any]]] = field(default_factory=list)
-
-
-def _events(result: Any) -> Events:
-    out = Events()
-    for ev in result.all_events:
-        kind = ev.event_type_value
-        data = ev.event_specific_data
-        if kind == "ASSET_MATERIALIZATION":
-            m = data.materialization
-            out.materializations.append((m.partition, _md(m.metadata)))
-        elif kind == "ASSET_OBSERVATION":
-            out.observations.append(_md(data.asset_observation.metadata))
-        elif kind == "ASSET_CHECK_EVALUATION":
-            out.checks.append((data.check_name, data.passed, data.severity.value, data.description,
-                               _md(data.metadata)))
-    return out
-
-
-class Demo:
-    """Ticks sensors and schedules in-process (cursors kept here) and executes what they ask."""
-
-    def __init__(self, root: Path, instance: Any | None = None, *, echo: bool = True) -> None:
-        import dagster as dg
-
-        from pipelines.definitions import DEMO_SPEC, build_definitions
-
-        self.dg = dg
-        self.root = root
-        self.echo = echo
-        self.defs = build_definitions([DEMO_SPEC], lake_root=str(root))
-        self.instance = instance if instance is not None else dg.DagsterInstance.get()
-        self.cursors: dict[str, str | None] = {}
-        self.t0 = time.monotonic()
-
-    def say(self, text: str) -> None:
-        if self.echo:
-            print(f"[{time.monotonic() - self.t0:5.1f}s] {text}", flush=True)
-
-    def table(self, text: str) -> None:
-        if self.echo:
-            print(text, flush=True)
-
-    def tick(self, sensor_name: str) -> tuple[list[Any], str | None]:
-        sensor = self.defs.resolve_sensor_def(sensor_name)
-        ctx = self.dg.build_sensor_context(
-            instance=self.instance, cursor=self.cursors.get(sensor_name), sensor_name=sensor_name,
-            resources=self.defs.resources, definitions=self.defs)
-        data = sensor.evaluate_tick(ctx)
-        self.cursors[sensor_name] = data.cursor
-        return list(data.run_requests or []), data.skip_message
-
-    def execute(self, job_name: str, request: Any | None = None, **kwargs: Any) -> Events:
-        job = self.defs.resolve_job_def(job_name)
-        run_config = dict(QUIET_RUN)
-        tags: dict[str, str] = {}
-        if request is not None:
-            run_config.update(request.run_config or {})
-            tags.update(request.tags or {})
-            if request.run_key:
-                tags["dagster/run_key"] = request.run_key
-        result = job.execute_in_process(instance=self.instance, run_config=run_config, tags=tags,
-                                        **kwargs)
-        if not result.success:
-            raise SystemExit(f"run of {job_name} failed (see `./tj dev` for its logs)")
-        return _events(result)
-
-    def sensor_runs(self, sensor_name: str) -> Iterator[Events]:
-        requests, skip = self.tick(sensor_name)
-        if not requests:
-            self.say(f"  {sensor_name}: skipped: {skip}")
-        sensor = self.defs.resolve_sensor_def(sensor_name)
-        for rr in requests:
-            yield self.execute(rr.job_name or sensor.job_name, rr)
-
-
 def _batch_line(md: Mapping[str, Any]) -> str:
     return (f"batch {md['batch_id']}: {md['rows_in_stream']} orders + {md['rows_in_table']} rates in, "
             f"{md['rows_out']} rows out, {md['late_joined']} late joined, {md['still_buffered']} still "
@@ -156,23 +71,17 @@ def _fmt_ts(ms: int | None) -> str:
     return (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)).strftime("%m-%d %H:%M")
 
 
-def _print_checks(demo: Demo, events: Events) -> dict[str, bool]:
-    result = {}
-    for name, passed, severity, description, _ in sorted(events.checks):
-        verdict = "PASS" if passed else f"FAIL ({severity})"
-        demo.say(f"  check {name}: {verdict} - {description}")
-        result[name] = passed
-    return result
-
-
 @dataclass
 class DemoResult:
-    """What the demo did, for tests: per-batch metadata, checks before and after the backfill."""
+    """What the demo did, for tests: per-batch metadata, checks before and after the backfill
+    (of orders_with_rates; `deliveries` holds the same for orders_with_deliveries)."""
 
     batches: list[dict[str, Any]] = field(default_factory=list)
     checks_before: dict[str, bool] = field(default_factory=dict)
     checks_after: dict[str, bool] = field(default_factory=dict)
     backfill: dict[str, Any] = field(default_factory=dict)
+    deliveries: DeliveriesResult = field(default_factory=DeliveriesResult)
+    accounts: Any = None   # pipelines.demo_accounts.AccountsResult
 
 
 def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None = None,
@@ -181,8 +90,9 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
     nightly backfill, check. `instance`: the Dagster instance (default: DAGSTER_HOME's)."""
     from joins import audit
     from joins.pipeline import PipelineLayout, parse_pipeline_spec
-    from pipelines.definitions import DEMO_SPEC, checks_job_name
+    from pipelines.definitions import DELIVERIES_SPEC, DEMO_SPEC
     from pipelines.sample_data import generate, write_wave
+    from pipelines.sample_deliveries import generate_deliveries
 
     _fresh_root(root)
     demo = Demo(root, instance, echo=echo)
@@ -196,6 +106,10 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
     n_rates = sum(len(w.rates) for w in data)
     demo.say(f"generated {len(data)} waves: {n_orders} orders (JSON lines) and "
              f"{n_rates} rate updates (CSV), out of order, some late, one expired, one bad row")
+    dspec = parse_pipeline_spec(DELIVERIES_SPEC)
+    deliveries = generate_deliveries(cfg, data)
+    demo.say(f"and {deliveries.count} deliveries of those orders (JSON lines), some after the "
+             f"three hours of {dspec.name}, some landing a wave late")
 
     demo.say("starting Spark (the first use of a session costs some seconds)")
     demo.defs.resources["spark"].get_session()
@@ -216,6 +130,9 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
             if mds and "batch_id" in mds[0]:
                 out.batches.append(mds[0])
                 demo.say(f"  micro-{_batch_line(mds[0])}")
+        land_deliveries(wave.index, deliveries.waves[wave.index],
+                        Path(layout.landing(dspec.right)), demo)
+        ingest_and_join(demo, dspec, out.deliveries)
     _, skip = demo.tick(f"{spec.name}_microbatch_sensor")
     demo.say(f"micro-batch sensor ticks again: skipped: {skip}")
 
@@ -249,29 +166,11 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
     demo.say(f"quarantine: {q.quarantined} of {q.rows_in} input rows ("
              + ", ".join(f"{where} {kind}: {n}" for (where, kind), n in sorted(q.by_kind.items())) + ")")
 
-    demo.say("asset checks after the micro-batches:")
-    out.checks_before = _print_checks(demo, demo.execute(checks_job_name(spec)))
+    out.checks_before, out.backfill, out.checks_after = checks_and_nightly_backfill(demo, spec)
+    summary(demo, dspec, out.deliveries)
+    from pipelines.demo_accounts import run_accounts
 
-    schedule = demo.defs.resolve_schedule_def(f"{spec.name}_nightly_backfill")
-    tick = schedule.evaluate_tick(demo.dg.build_schedule_context(
-        instance=demo.instance, scheduled_execution_time=dt.datetime.now(dt.UTC)))
-    requests = list(tick.run_requests or [])
-    if not requests:
-        raise SystemExit(f"nightly backfill: skipped: {tick.skip_message}")
-    rr = requests[0]
-    first = rr.tags["dagster/asset_partition_range_start"]
-    last = rr.tags["dagster/asset_partition_range_end"]
-    demo.say(f"nightly backfill schedule: one run over event days {first} .. {last} (horizon "
-             f"{rr.tags['tj/horizon_days']} days, ending at {rr.tags['tj/horizon_basis']})")
-    ev = demo.execute(schedule.job_name, rr)
-    out.backfill = ev.materializations[0][1] if ev.materializations else {}
-    md = out.backfill
-    demo.say(f"backfill: {md.get('rows_out')} rows for {md.get('event_days_touched')} in one commit "
-             f"(output Delta v{md.get('delta_version')}); agreement with the micro-batches:")
-    for line in str(md.get("difference", "")).splitlines():
-        demo.table(f"    {line}")
-    demo.say("asset checks after the backfill:")
-    out.checks_after = _print_checks(demo, ev)
+    out.accounts = run_accounts(demo, root, cfg)
     return out
 
 
@@ -294,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"temporal-joins demo: lake {root}, Dagster home {home}", flush=True)
     started = time.monotonic()
     result = run(root, sample=SampleConfig(waves=args.waves))
-    ok = all(result.checks_after.values())
+    ok = (all(result.checks_after.values()) and all(result.deliveries.checks_after.values())
+          and all(result.accounts.checks_after.values()))
     print(f"done in {time.monotonic() - started:.0f}s; checks after the backfill "
           f"{'all pass' if ok else 'FAILED'}. Browse the history: ./tj dev -> http://127.0.0.1:3000"
           + ("" if args.root is None else f" (with TJ_LAKE_ROOT={root})"), flush=True)

@@ -158,6 +158,21 @@ def _flush(replay: ReplayLake, raw: list[dict[str, Any]], batch: int) -> int:
     return 1
 
 
+def _with_a_late_version(spark: Any, tmp_path: Path, *,
+                         key: int) -> tuple[str, ReplayLake, list[dict[str, Any]]]:
+    """A join with one batch run, then a table version that arrives late (a backfill will
+    correct the rows it answers) and more stream records for the next micro-batch."""
+    root = str(tmp_path / "lake")
+    replay = ReplayLake(spark, spec_of(CONFIG), root)
+    raw = list(FIRST)
+    replay.land(records_of(raw), 1)
+    replay.run()
+    late = [{"side": "table", "key": key, "value": f"t{key}-late", "ts": DAY + 50}]
+    more = _stream(4, DAY + 600)
+    replay.land(records_of(late + more, start=len(raw)), 2)
+    return root, replay, [*raw, *late, *more]
+
+
 # ---- tests ---------------------------------------------------------------------------------------
 
 
@@ -187,16 +202,7 @@ def test_two_processes_many_rounds_equal_a_serial_run(spark: Any, tmp_path: Path
 def test_a_microbatch_waits_for_a_paused_backfill(spark: Any, tmp_path: Path) -> None:
     """Without a lease, a micro-batch committing while a backfill computed lost its rows to the
     backfill's partition replace. Now the micro-batch waits, and commits after it."""
-    root = str(tmp_path / "lake")
-    replay = ReplayLake(spark, spec_of(CONFIG), root)
-    raw = list(FIRST)
-    replay.land(records_of(raw), 1)
-    replay.run()
-    # A late table version: the backfill will correct the rows it answers, then pause.
-    late = [{"side": "table", "key": 1, "value": "t1-late", "ts": DAY + 50}]
-    more = _stream(4, DAY + 600)
-    replay.land(records_of(late + more, start=len(raw)), 2)
-    raw += late + more
+    root, replay, raw = _with_a_late_version(spark, tmp_path, key=1)
     paused, release, out = CTX.Event(), CTX.Event(), CTX.Queue()
     bf = _start(_paused_worker, root, "backfill", "backfill computed", paused, release, out, {})
     assert paused.wait(300)
@@ -240,15 +246,7 @@ def test_a_stopped_backfill_whose_lease_expired_commits_nothing(spark: Any, tmp_
     """A backfill process stopped (a GC pause, SIGSTOP) past its lease: a micro-batch takes the
     lease over and commits; the backfill, resumed, finds its lease lost and commits nothing, so
     no row of the micro-batch is replaced away."""
-    root = str(tmp_path / "lake")
-    replay = ReplayLake(spark, spec_of(CONFIG), root)
-    raw = list(FIRST)
-    replay.land(records_of(raw), 1)
-    replay.run()
-    late = [{"side": "table", "key": 2, "value": "t2-late", "ts": DAY + 50}]
-    more = _stream(4, DAY + 600)
-    replay.land(records_of(late + more, start=len(raw)), 2)
-    raw += late + more
+    root, replay, raw = _with_a_late_version(spark, tmp_path, key=2)
     paused, release, out = CTX.Event(), CTX.Event(), CTX.Queue()
     bf = _start(_paused_worker, root, "backfill", "backfill computed", paused, release, out,
                 {"lease_ttl_s": 3.0})
