@@ -9,7 +9,9 @@ run it.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
+from types import FrameType
 
 import pytest
 
@@ -25,14 +27,26 @@ def _require_java() -> None:
     pytest.skip(reason)
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @pytest.fixture(scope="package")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
     _require_java()
-    cluster = start_standalone(tmp_path_factory.mktemp("standalone"))
+    # A SIGTERM or SIGHUP (CI cancelling the job, a closed terminal) would end pytest without
+    # teardown and leave the daemons running in their own process groups; as an interrupt,
+    # pytest tears the fixtures down, which stops them.
+    previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        yield cluster
+        cluster = start_standalone(tmp_path_factory.mktemp("standalone"))
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
     finally:
-        cluster.stop()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @pytest.fixture(scope="module")

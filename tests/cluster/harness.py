@@ -132,7 +132,7 @@ def _listening(port: int) -> bool:
 def _master_status(web_url: str) -> dict[str, Any] | None:
     """The master's JSON view (workers, applications), or None while it does not answer."""
     try:
-        with urllib.request.urlopen(f"{web_url}/json/", timeout=5) as resp:
+        with urllib.request.urlopen(f"{web_url}/json/", timeout=20) as resp:
             return dict(json.load(resp))
     except OSError:
         return None

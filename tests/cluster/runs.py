@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.cluster.harness import REPO, python_env
+from tests.cluster.harness import REPO, Daemon, python_env
 
 # Small on purpose (CI's budget): the engine's paths that a cluster changes. The in-session
 # checks (where tasks run, the demo's pipeline, the JVM index or its refusal), the incremental
@@ -48,11 +48,21 @@ class Run:
 
 
 def _run(cmd: list[str], env: dict[str, str], log: Path) -> Run:
+    """`cmd` in its own process group (its driver JVM and Python workers with it); on a timeout
+    or an interrupt the whole group is stopped before this returns or raises."""
     started = time.monotonic()
     with open(log, "w") as out:
-        done = subprocess.run(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=TIMEOUT_S, check=False)
-    return Run(done.returncode, time.monotonic() - started, log)
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    child = Daemon("subset", proc, log)
+    try:
+        returncode = proc.wait(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        child.stop()
+        raise AssertionError(f"the subset ran over {TIMEOUT_S} s; stopped:\n{child.tail()}") from None
+    finally:
+        child.stop()  # the group may outlive its leader; a no-op once all of it has exited
+    return Run(returncode, time.monotonic() - started, log)
 
 
 def run_subset(spark_env: dict[str, str], base: Path) -> tuple[Run, list[Outcome]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.harness import Standalone
+from tests.cluster.harness import Standalone, wait_until
 from tests.cluster.runs import assert_subset_passed, run_subset, timings
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -28,6 +28,9 @@ def test_subset_on_the_standalone_master(standalone: Standalone, tmp_path: Path)
     print(f"subset against {standalone.url}: {timings(run, results)}")
     assert_subset_passed(run, results, allowed_skips=("Spark Connect only",), at_least=13)
     # It ran on the cluster: one more finished application, whose tasks the worker's executors ran.
-    new = _finished_apps(standalone) - before
+    # The master may list it a moment after the driver has gone (and answers slowly under load).
+    new = wait_until("the subset's application listed as finished by the master",
+                     lambda: _finished_apps(standalone) - before,
+                     [standalone.master, standalone.worker], timeout_s=120)
     assert len(new) == 1, f"the master saw applications {new} finish"
     assert standalone.executor_logs(new.pop()), "no executor of the worker ran the subset's tasks"
