@@ -22,4 +22,4 @@ def test_subset_through_connect(connect_server: ConnectServer, standalone: Stand
     run, results = run_subset({"TJ_SPARK_REMOTE": connect_server.url,
                                "TJ_CLUSTER_WORK_DIR": str(standalone.work_dir)}, tmp_path)
     print(f"subset through {connect_server.url}: {timings(run, results)}")
-    assert_subset_passed(run, results, allowed_skips=CONNECT_SKIPS, at_least=11)
+    assert_subset_passed(run, results, allowed_skips=CONNECT_SKIPS, at_least=12)
