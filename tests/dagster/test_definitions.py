@@ -18,8 +18,8 @@ def test_defs_validate() -> None:
             "orders_with_rates_microbatch", "customers_ingest", "accounts_ingest",
             "customer_accounts_backfill", "customer_accounts_checks", "customer_accounts_microbatch",
             "accounts_per_country_checks", "accounts_per_country_microbatch",
-            "order_events_ingest", "deliveries_ingest", "orders_with_deliveries_microbatch",
-            } <= set(repo.job_names)
+            "order_events_ingest", "deliveries_ingest",
+            "orders_with_deliveries_microbatch"} <= set(repo.job_names)
     # The count has no batch form: no backfill job, no nightly schedule, no agreement check.
     assert "accounts_per_country_backfill" not in repo.job_names
     assert {s.name for s in repo.sensor_defs} == {
