@@ -1,6 +1,7 @@
 """The demo (`./tj demo`, i.e. `python -m pipelines.demo`): orders enriched with currency rates,
 orders matched with their deliveries (`demo_deliveries.py`), then customers joined with their
-accounts and counted per country (`demo_accounts.py`).
+accounts and counted per country (`demo_accounts.py`), and orders enriched with their customer
+by a foreign-key join (`demo_order_customer.py`).
 
 It lands two out-of-order sources wave by wave (with late records), and drives everything
 through the Dagster definitions the UI shows, in this process: sensor ticks decide what to run
@@ -194,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     result = run(root, sample=SampleConfig(waves=args.waves))
     ok = (all(result.checks_after.values()) and all(result.deliveries.checks_after.values())
-          and all(result.accounts.checks_after.values()))
+          and all(result.accounts.checks_after.values())
+          and all(result.accounts.orders.checks_after.values()))
     print(f"done in {time.monotonic() - started:.0f}s; checks after the backfill "
           f"{'all pass' if ok else 'FAILED'}. Browse the history: ./tj dev -> http://127.0.0.1:3000"
           + ("" if args.root is None else f" (with TJ_LAKE_ROOT={root})"), flush=True)

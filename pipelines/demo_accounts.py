@@ -5,7 +5,9 @@ the sensors, the checks job and the nightly backfill schedule.
 
 Prints per micro-batch the updates in per side, results out, out-of-order updates ignored and
 expired ones; the current results and the temporal history of one customer; the count per
-country; the checks before and after the backfill that writes the temporal history.
+country; the checks before and after the backfill that writes the temporal history. With each
+wave the foreign-key join `orders_with_customer` (`demo_order_customer.py`) takes its order
+updates and the same customer files.
 """
 
 from __future__ import annotations
@@ -17,8 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from pipelines.demo_order_customer import SPEC as FK_SPEC
+from pipelines.demo_order_customer import OrderCustomerResult, ingest_and_join
+from pipelines.demo_order_customer import land as land_orders
+from pipelines.demo_order_customer import summary as fk_summary
 from pipelines.sample_accounts import generate_accounts, write_accounts_wave
 from pipelines.sample_data import SampleConfig
+from pipelines.sample_order_customers import generate_order_customers
 
 if TYPE_CHECKING:
     from pipelines.demo_runner import Demo
@@ -35,6 +42,7 @@ class AccountsResult:
     checks_before: dict[str, bool] = field(default_factory=dict)
     checks_after: dict[str, bool] = field(default_factory=dict)
     history_rows: int = 0
+    orders: OrderCustomerResult = field(default_factory=OrderCustomerResult)
 
 
 def _ts(ms: int | None) -> str:
@@ -66,13 +74,19 @@ def run_accounts(demo: Demo, root: Path, cfg: SampleConfig) -> AccountsResult:
     count = parse_pipeline_spec(COUNT_SPEC)
     layout = PipelineLayout(str(root.resolve()), spec)
     waves = generate_accounts(cfg)
+    fk = parse_pipeline_spec(FK_SPEC)
+    fk_out = OrderCustomerResult()
+    order_waves = generate_order_customers(cfg, [w.customers for w in waves])
     demo.say(f"second pipeline `{spec.name}`: {sum(len(w.customers) for w in waves)} customer and "
              f"{sum(len(w.accounts) for w in waves)} account updates in {len(waves)} waves, out of "
-             f"order on both sides, one expired; `{count.name}` counts its results per country")
+             f"order on both sides, one expired; `{count.name}` counts its results per country; "
+             f"`{fk.name}` enriches {sum(len(w) for w in order_waves)} order updates with their "
+             f"customer (foreign key)")
     for wave in waves:
         files = write_accounts_wave(wave, customers_dir=Path(layout.landing(spec.left)),
                                     accounts_dir=Path(layout.landing(spec.right)))
         demo.say(f"wave {wave.index}: landed {files[0].name}, {files[1].name}")
+        land_orders(demo, fk, wave.index, order_waves[wave.index])
         for source in (spec.left, spec.right):
             for ev in demo.sensor_runs(f"{source.name}_landing_sensor"):
                 for _, md in ev.materializations:
@@ -87,6 +101,7 @@ def run_accounts(demo: Demo, root: Path, cfg: SampleConfig) -> AccountsResult:
             for md in [md for _, md in ev.materializations][:1]:
                 demo.say(f"  {count.name} batch {md['batch_id']}: {md['rows_in']} join results in, "
                          f"{md['rows_out']} country counts out")
+        ingest_and_join(demo, fk, fk_out)
 
     session = demo.defs.resources["spark"].get_session()
     state = lake.read_delta(session, f"{layout.join_root}/current")
@@ -126,4 +141,6 @@ def run_accounts(demo: Demo, root: Path, cfg: SampleConfig) -> AccountsResult:
                    f"{r['left_country']}, balance {r['right_balance']}")
     demo.say(f"asset checks of {spec.name} after the backfill:")
     out.checks_after = _print_checks(demo, ev)
+    fk_summary(demo, fk, fk_out)
+    out.orders = fk_out
     return out

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.demo_runner import Demo, checks_and_nightly_backfill
+from pipelines.demo_runner import Demo, checks_and_nightly_backfill, ingest_sources, microbatches
 
 
 @dataclass
@@ -35,21 +35,14 @@ def _wm_text(md: Mapping[str, Any], prefix: str) -> str:
 
 def ingest_and_join(demo: Demo, spec: Any, out: DeliveriesResult) -> None:
     """One wave of the interval-join pipeline, driven by its sensors."""
-    for source in (spec.left, spec.right):
-        for ev in demo.sensor_runs(f"{source.name}_landing_sensor"):
-            for _, md in ev.materializations:
-                demo.say(f"  ingest {source.name} batch {md['batch_id']}: {md['stored']} stored, "
-                         f"{md['quarantined']} quarantined (Delta v{md['delta_version']})")
-    for ev in demo.sensor_runs(f"{spec.name}_microbatch_sensor"):
-        mds = [md for _, md in ev.materializations] or ev.observations
-        if mds and "batch_id" in mds[0]:
-            md = mds[0]
-            out.batches.append(md)
-            demo.say(f"  {spec.name} batch {md['batch_id']}: {md['rows_in_left']} orders + "
-                     f"{md['rows_in_right']} deliveries in, {md['joined_rows']} joined, "
-                     f"{md['outer_rows_left']} orders without delivery, {md['late_right']} late "
-                     f"deliveries quarantined; buffered {md['buffered_left']} orders / "
-                     f"{md['buffered_right']} deliveries")
+    ingest_sources(demo, (spec.left, spec.right))
+    for md in microbatches(demo, spec):
+        out.batches.append(md)
+        demo.say(f"  {spec.name} batch {md['batch_id']}: {md['rows_in_left']} orders + "
+                 f"{md['rows_in_right']} deliveries in, {md['joined_rows']} joined, "
+                 f"{md['outer_rows_left']} orders without delivery, {md['late_right']} late "
+                 f"deliveries quarantined; buffered {md['buffered_left']} orders / "
+                 f"{md['buffered_right']} deliveries")
 
 
 def summary(demo: Demo, spec: Any, out: DeliveriesResult) -> None:

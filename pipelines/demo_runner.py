@@ -54,11 +54,13 @@ class Demo:
 
         from pipelines.definitions import DELIVERIES_SPEC, DEMO_SPEC, build_definitions
         from pipelines.demo_accounts import COUNT_SPEC, JOIN_SPEC
+        from pipelines.demo_order_customer import SPEC as FK_SPEC
 
         self.dg = dg
         self.root = root
         self.echo = echo
-        self.defs = build_definitions([DEMO_SPEC, DELIVERIES_SPEC, JOIN_SPEC, COUNT_SPEC],
+        self.defs = build_definitions([DEMO_SPEC, DELIVERIES_SPEC, JOIN_SPEC, COUNT_SPEC,
+                                       FK_SPEC],
                                       lake_root=str(root))
         self.instance = instance if instance is not None else dg.DagsterInstance.get()
         self.cursors: dict[str, str | None] = {}
@@ -103,6 +105,23 @@ class Demo:
         sensor = self.defs.resolve_sensor_def(sensor_name)
         for rr in requests:
             yield self.execute(rr.job_name or sensor.job_name, rr)
+
+
+def ingest_sources(demo: Demo, sources: Any) -> None:
+    """Tick the sources' landing sensors and run the ingests they ask for."""
+    for source in sources:
+        for ev in demo.sensor_runs(f"{source.name}_landing_sensor"):
+            for _, md in ev.materializations:
+                demo.say(f"  ingest {source.name} batch {md['batch_id']}: {md['stored']} stored, "
+                         f"{md['quarantined']} quarantined (Delta v{md['delta_version']})")
+
+
+def microbatches(demo: Demo, spec: Any) -> Iterator[dict[str, Any]]:
+    """Tick the join's micro-batch sensor, run what it asks for: each batch's metadata."""
+    for ev in demo.sensor_runs(f"{spec.name}_microbatch_sensor"):
+        mds = [md for _, md in ev.materializations] or ev.observations
+        if mds and "batch_id" in mds[0]:
+            yield mds[0]
 
 
 def _print_checks(demo: Demo, events: Events) -> dict[str, bool]:

@@ -22,6 +22,7 @@ SPEC_CLASSES: dict[str, str] = {
     "table_filter": "joins.operators.table_filter.pipeline:TableFilterPipeline",
     "table_aggregate": "joins.operators.table_aggregate.pipeline:TableAggregatePipeline",
     "interval_join": "joins.operators.interval_join.pipeline:IntervalJoinPipeline",
+    "fk_join": "joins.operators.fk_join.pipeline:FkJoinPipeline",
 }
 
 

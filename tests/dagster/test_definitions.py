@@ -18,8 +18,9 @@ def test_defs_validate() -> None:
             "orders_with_rates_microbatch", "customers_ingest", "accounts_ingest",
             "customer_accounts_backfill", "customer_accounts_checks", "customer_accounts_microbatch",
             "accounts_per_country_checks", "accounts_per_country_microbatch",
-            "order_events_ingest", "deliveries_ingest",
-            "orders_with_deliveries_microbatch"} <= set(repo.job_names)
+            "order_events_ingest", "deliveries_ingest", "orders_with_deliveries_microbatch",
+            "order_updates_ingest", "customer_profiles_ingest", "orders_with_customer_backfill",
+            "orders_with_customer_checks", "orders_with_customer_microbatch"} <= set(repo.job_names)
     # The count has no batch form: no backfill job, no nightly schedule, no agreement check.
     assert "accounts_per_country_backfill" not in repo.job_names
     assert {s.name for s in repo.sensor_defs} == {
@@ -27,21 +28,25 @@ def test_defs_validate() -> None:
         "customers_landing_sensor", "accounts_landing_sensor", "customer_accounts_microbatch_sensor",
         "accounts_per_country_microbatch_sensor",
         "order_events_landing_sensor", "deliveries_landing_sensor",
-        "orders_with_deliveries_microbatch_sensor"}
+        "orders_with_deliveries_microbatch_sensor",
+        "order_updates_landing_sensor", "customer_profiles_landing_sensor",
+        "orders_with_customer_microbatch_sensor"}
     assert sorted(s.name for s in repo.schedule_defs) == [
-        "customer_accounts_nightly_backfill", "orders_with_deliveries_nightly_backfill",
-        "orders_with_rates_nightly_backfill"]
+        "customer_accounts_nightly_backfill", "orders_with_customer_nightly_backfill",
+        "orders_with_deliveries_nightly_backfill", "orders_with_rates_nightly_backfill"]
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert keys == {"orders", "rates", "orders_with_rates", "customers", "accounts",
                     "customer_accounts", "accounts_per_country", "order_events", "deliveries",
-                    "orders_with_deliveries"}
+                    "orders_with_deliveries", "order_updates", "customer_profiles",
+                    "orders_with_customer"}
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     standard = {"backfill_agrees_with_stream", "no_duplicate_output_rows", "quarantine_below_threshold"}
     assert {name for asset, name in checks if asset == "orders_with_rates"} == standard
     assert {name for asset, name in checks if asset == "orders_with_deliveries"} == standard
-    assert {name for asset, name in checks if asset == "customer_accounts"} == standard | {
-        "latest_equals_temporal_history"}
+    for table_join in ("customer_accounts", "orders_with_customer"):
+        assert {name for asset, name in checks if asset == table_join} == standard | {
+            "latest_equals_temporal_history"}
     assert {name for asset, name in checks if asset == "accounts_per_country"} == {
         "no_duplicate_output_rows", "quarantine_below_threshold"}
     # The count reads the join's output: the join asset is its upstream in the lineage.
