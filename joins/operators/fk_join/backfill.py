@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from joins import lake
 from joins.changelog.keyed import STATE_BATCH, latest_per_key
 from joins.incremental import BatchLog, BatchStateError, JoinRoot, Source
-from joins.incremental.backfill import BackfillContext, BackfillResult, BackfillRows, count_if, run_backfill
+from joins.incremental.backfill import BackfillResult, run_backfill
 from joins.operators.fk_join.columns import (
     APP,
-    HISTORY,
     LHS,
     RHS,
     S_FK,
@@ -39,8 +37,7 @@ from joins.operators.fk_join.columns import (
 )
 from joins.operators.fk_join.spark_batch import temporal_history
 from joins.operators.fk_join.spark_incremental import FkJoinStep, stream_time_key
-from joins.operators.table_table_join.backfill import Agreement
-from joins.operators.table_table_join.columns import EVENT_DATE, VALID_FROM, VALID_TO
+from joins.operators.table_table_join.backfill import Agreement, HistoryForm, compare_with_history
 from joins.operators.table_table_join.history import as_of
 
 if TYPE_CHECKING:
@@ -49,41 +46,13 @@ if TYPE_CHECKING:
     from joins.operators.fk_join.spec import FkJoinSpec
 
 
-@dataclass
-class HistoryForm:
-    """The batch form: the temporal history rows of some event days."""
-
-    step: FkJoinStep
-    target: str = HISTORY
-
-    def backfill_rows(self, ctx: BackfillContext, days: list[dt.date]) -> BackfillRows:
-        from pyspark.sql import functions as F
-
-        versions = {side: ctx.consumed(side) for side in SIDES}
-        counts: dict[str, Any] = {f"{side}_version": v for side, v in versions.items()}
-        if any(v is None for v in versions.values()):
-            return BackfillRows(None, counts=counts)  # no micro-batch yet: nothing to agree with
-        changelogs = {side: ctx.sources[side].snapshot(ctx.spark, v)  # type: ignore[arg-type]
-                      for side, v in versions.items()}
-        cols = self.step.cols
-        history = temporal_history(changelogs["left"], changelogs["right"], self.step.spec, cols)
-        return BackfillRows(history.where(F.col(EVENT_DATE).isin(days)),
-                            identity=(cols.key, VALID_FROM), compared=compared(cols),
-                            counts=counts)
-
-
-def compared(cols: FkColumns) -> tuple[str, ...]:
-    return (*cols.out_values("left"), *cols.out_values("right"), has("left"), has("right"),
-            VALID_TO)
-
-
 def backfill(spark: SparkSession, spec: FkJoinSpec, root: str, *, left_source: str | Source,
              right_source: str | Source, days: Sequence[str | dt.date],
              columns: FkColumns | None = None, dry_run: bool = False) -> BackfillResult:
     """Recompute the temporal history of `days` and replace those days of `<root>/history`
     in one commit (`dry_run`: only report what would change)."""
     step = FkJoinStep(spec, columns or FkColumns())
-    return run_backfill(spark, step, HistoryForm(step), root,
+    return run_backfill(spark, step, HistoryForm(step, history=temporal_history), root,
                         {"left": left_source, "right": right_source}, days, dry_run=dry_run)
 
 
@@ -136,16 +105,5 @@ def latest_agreement(spark: SparkSession, spec: FkJoinSpec, root: str, *,
                 F.lit(0).cast("long").alias(STATE_BATCH))
         else:
             rhs = lake.read_delta(spark, jr.state(RHS), version=states[RHS])
-        cmp = [*cols.out_values("left"), *cols.out_values("right"), has("left"), has("right")]
-        mine = current_results(lhs, rhs, spec, cols).select(
-            F.col(cols.key).alias("_k"), F.struct(*cmp).alias("_inc"))
-        theirs = history.select(F.col(cols.key).alias("_k"), F.struct(*cmp).alias("_hist"))
-        both = mine.join(theirs, "_k", "full_outer")
-        inc, hist = F.col("_inc").isNotNull(), F.col("_hist").isNotNull()
-        row = both.agg(count_if(inc).alias("ni"), count_if(hist).alias("nh"),
-                       count_if(inc & ~hist).alias("oi"), count_if(hist & ~inc).alias("oh"),
-                       count_if(inc & hist & ~F.col("_inc").eqNullSafe(F.col("_hist"))).alias("d"),
-                       ).first()
-    assert row is not None
-    return Agreement(t, done.batch_id, int(row["ni"]), int(row["nh"]), int(row["oi"]),
-                     int(row["oh"]), int(row["d"]))
+        return compare_with_history(current_results(lhs, rhs, spec, cols), history, cols, t,
+                                    done.batch_id)

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,10 +54,13 @@ if TYPE_CHECKING:
 
 @dataclass
 class HistoryForm:
-    """The batch form: the temporal history rows of some event days."""
+    """The batch form of a two-sided table join: the temporal history rows of some event days.
+    `history` computes the whole history from both sides' changelogs (this join's by default;
+    the foreign-key join passes its own)."""
 
-    step: TableTableJoinStep
+    step: Any  # the join's incremental step: its spec and columns
     target: str = HISTORY
+    history: Callable[..., DataFrame] = temporal_history
 
     def backfill_rows(self, ctx: BackfillContext, days: list[dt.date]) -> BackfillRows:
         from pyspark.sql import functions as F
@@ -69,11 +72,15 @@ class HistoryForm:
         changelogs = {side: ctx.sources[side].snapshot(ctx.spark, v)  # type: ignore[arg-type]
                       for side, v in versions.items()}
         cols = self.step.cols
-        history = temporal_history(changelogs["left"], changelogs["right"], self.step.spec, cols)
+        history = self.history(changelogs["left"], changelogs["right"], self.step.spec, cols)
         rows = history.where(F.col(EVENT_DATE).isin(days))
-        compared = (*cols.out_values("left"), *cols.out_values("right"), has("left"), has("right"),
-                    VALID_TO)
-        return BackfillRows(rows, identity=(cols.key, VALID_FROM), compared=compared, counts=counts)
+        return BackfillRows(rows, identity=(cols.key, VALID_FROM),
+                            compared=(*result_columns(cols), VALID_TO), counts=counts)
+
+
+def result_columns(cols: Any) -> tuple[str, ...]:
+    """What a result holds besides its key: both sides' value columns and their presence."""
+    return (*cols.out_values("left"), *cols.out_values("right"), has("left"), has("right"))
 
 
 def backfill(spark: SparkSession, spec: TableTableJoinSpec, root: str, *,
@@ -124,7 +131,6 @@ def latest_agreement(spark: SparkSession, spec: TableTableJoinSpec, root: str, *
                      wait_s: float = 60.0) -> Agreement:
     """Compare, under the join's lease (no micro-batch runs meanwhile), the current results
     with the temporal history at the join's stream time."""
-    from pyspark.sql import functions as F
 
     cols = columns or TableTableColumns()
     jr = JoinRoot(root)
@@ -145,16 +151,24 @@ def latest_agreement(spark: SparkSession, spec: TableTableJoinSpec, root: str, *
         changelogs = {s: sources[s].snapshot(spark, done.consumed[s]) for s in SIDES}
         history = as_of(temporal_history(changelogs["left"], changelogs["right"], spec, cols), t)
         state = lake.read_delta(spark, jr.state(CURRENT), version=state_version)
-        compared = [*cols.out_values("left"), *cols.out_values("right"), has("left"), has("right")]
-        mine = current_results(state, spec, cols).select(
-            F.col(cols.key).alias("_k"), F.struct(*compared).alias("_inc"))
-        theirs = history.select(F.col(cols.key).alias("_k"), F.struct(*compared).alias("_hist"))
-        both = mine.join(theirs, "_k", "full_outer")
-        inc, hist = F.col("_inc").isNotNull(), F.col("_hist").isNotNull()
-        row = both.agg(count_if(inc).alias("ni"), count_if(hist).alias("nh"),
-                       count_if(inc & ~hist).alias("oi"), count_if(hist & ~inc).alias("oh"),
-                       count_if(inc & hist & ~F.col("_inc").eqNullSafe(F.col("_hist"))).alias("d"),
-                       ).first()
+        return compare_with_history(current_results(state, spec, cols), history, cols, t,
+                                    done.batch_id)
+
+
+def compare_with_history(current: DataFrame, history: DataFrame, cols: Any, stream_time: int,
+                         batch_id: int) -> Agreement:
+    """Every key's current result against the history's, compared in Spark (counts only)."""
+    from pyspark.sql import functions as F
+
+    compared = result_columns(cols)
+    mine = current.select(F.col(cols.key).alias("_k"), F.struct(*compared).alias("_inc"))
+    theirs = history.select(F.col(cols.key).alias("_k"), F.struct(*compared).alias("_hist"))
+    both = mine.join(theirs, "_k", "full_outer")
+    inc, hist = F.col("_inc").isNotNull(), F.col("_hist").isNotNull()
+    row = both.agg(count_if(inc).alias("ni"), count_if(hist).alias("nh"),
+                   count_if(inc & ~hist).alias("oi"), count_if(hist & ~inc).alias("oh"),
+                   count_if(inc & hist & ~F.col("_inc").eqNullSafe(F.col("_hist"))).alias("d"),
+                   ).first()
     assert row is not None
-    return Agreement(t, done.batch_id, int(row["ni"]), int(row["nh"]), int(row["oi"]),
+    return Agreement(stream_time, batch_id, int(row["ni"]), int(row["nh"]), int(row["oi"]),
                      int(row["oh"]), int(row["d"]))
