@@ -33,16 +33,6 @@ MARKER = ".tj-demo-root"
 QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
-def _prepare_dagster_home() -> Path:
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(REPO / ".dagster_home")))
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        # Without this file Dagster prints a welcome banner on every start.
-        config.write_text("telemetry:\n  enabled: false\n")
-    return home
-
-
 def _fresh_root(root: Path) -> None:
     """Empty the demo lake root; refuse to wipe a directory the demo did not create."""
     if root.exists() and any(root.iterdir()) and not (root / MARKER).exists():
@@ -67,8 +57,10 @@ class Events:
     """The asset events and check evaluations of one run, metadata as plain values."""
 
     materializations: list[tuple[str | None, dict[str, Any]]] = field(default_factory=list)
-    observations: list[dict[str, Any]] = field(default_factory=list)
-    checks: list[tuple[str, bool, str, str | None, dict[str, Any]]] = field(default_factory=list)
+    observations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # (check, partition, passed, severity, description, metadata)
+    checks: list[tuple[str, str | None, bool, str, str | None, dict[str, Any]]] = field(
+        default_factory=list)
 
 
 def _events(result: Any) -> Events:
@@ -80,28 +72,38 @@ def _events(result: Any) -> Events:
             m = data.materialization
             out.materializations.append((m.partition, _md(m.metadata)))
         elif kind == "ASSET_OBSERVATION":
-            out.observations.append(_md(data.asset_observation.metadata))
+            obs = data.asset_observation
+            out.observations.append((obs.asset_key.to_user_string(), _md(obs.metadata)))
         elif kind == "ASSET_CHECK_EVALUATION":
-            out.checks.append((data.check_name, data.passed, data.severity.value, data.description,
-                               _md(data.metadata)))
+            out.checks.append((data.check_name, data.partition, data.passed, data.severity.value,
+                               data.description, _md(data.metadata)))
     return out
 
 
 class Demo:
-    """Ticks sensors and schedules in-process (cursors kept here) and executes what they ask."""
+    """Ticks sensors and schedules in-process and executes what they ask, recorded in the
+    instance under the code location `./tj dev` loads (`pipelines.recording`: the UI then shows
+    the runs per job and the ticks and cursors per sensor)."""
 
     def __init__(self, root: Path, instance: Any | None = None, *, echo: bool = True) -> None:
         import dagster as dg
 
-        from pipelines.definitions import DEMO_SPEC, build_definitions
+        from pipelines.recording import Recorder
 
         self.dg = dg
         self.root = root
         self.echo = echo
-        self.defs = build_definitions([DEMO_SPEC], lake_root=str(root))
         self.instance = instance if instance is not None else dg.DagsterInstance.get()
-        self.cursors: dict[str, str | None] = {}
+        self.recorder = Recorder(self.instance)
+        self.reload()
         self.t0 = time.monotonic()
+
+    def reload(self) -> None:
+        """Build the definitions again: the join's partitions fit the data landed so far (what
+        reloading the code location does in the UI)."""
+        from pipelines.definitions import DEMO_SPEC, build_definitions
+
+        self.defs = build_definitions([DEMO_SPEC], lake_root=str(self.root))
 
     def say(self, text: str) -> None:
         if self.echo:
@@ -111,43 +113,48 @@ class Demo:
         if self.echo:
             print(text, flush=True)
 
-    def tick(self, sensor_name: str) -> tuple[list[Any], str | None]:
+    def tick(self, sensor_name: str) -> tuple[list[Any], str | None, Any]:
+        """One recorded tick: (run requests, skip reason, `ran(run_id, run_key)`)."""
         sensor = self.defs.resolve_sensor_def(sensor_name)
-        ctx = self.dg.build_sensor_context(
-            instance=self.instance, cursor=self.cursors.get(sensor_name), sensor_name=sensor_name,
-            resources=self.defs.resources, definitions=self.defs)
-        data = sensor.evaluate_tick(ctx)
-        self.cursors[sensor_name] = data.cursor
-        return list(data.run_requests or []), data.skip_message
 
-    def execute(self, job_name: str, request: Any | None = None, **kwargs: Any) -> Events:
+        def evaluate(cursor: str | None) -> Any:
+            return sensor.evaluate_tick(self.dg.build_sensor_context(
+                instance=self.instance, cursor=cursor, sensor_name=sensor_name,
+                resources=self.defs.resources, definitions=self.defs))
+
+        data, ran = self.recorder.sensor_tick(sensor_name, sensor.minimum_interval_seconds or 30,
+                                              evaluate)
+        return list(data.run_requests or []), data.skip_message, ran
+
+    def execute(self, job_name: str, request: Any | None = None, *, sensor: str | None = None,
+                schedule: str | None = None) -> Events:
         job = self.defs.resolve_job_def(job_name)
         run_config = dict(QUIET_RUN)
-        tags: dict[str, str] = {}
         if request is not None:
             run_config.update(request.run_config or {})
-            tags.update(request.tags or {})
-            if request.run_key:
-                tags["dagster/run_key"] = request.run_key
-        result = job.execute_in_process(instance=self.instance, run_config=run_config, tags=tags,
-                                        **kwargs)
+        tags = self.recorder.run_tags(sensor=sensor, schedule=schedule, request=request)
+        result = self.recorder.execute(job, run_config=run_config, tags=tags)
         if not result.success:
             raise SystemExit(f"run of {job_name} failed (see `./tj dev` for its logs)")
+        self.last_run_id = result.run_id
         return _events(result)
 
     def sensor_runs(self, sensor_name: str) -> Iterator[Events]:
-        requests, skip = self.tick(sensor_name)
+        requests, skip, ran = self.tick(sensor_name)
         if not requests:
             self.say(f"  {sensor_name}: skipped: {skip}")
         sensor = self.defs.resolve_sensor_def(sensor_name)
         for rr in requests:
-            yield self.execute(rr.job_name or sensor.job_name, rr)
+            events = self.execute(rr.job_name or sensor.job_name, rr, sensor=sensor_name)
+            ran(self.last_run_id, rr.run_key)
+            yield events
 
 
 def _batch_line(md: Mapping[str, Any]) -> str:
-    return (f"batch {md['batch_id']}: {md['rows_in_stream']} orders + {md['rows_in_table']} rates in, "
-            f"{md['rows_out']} rows out, {md['late_joined']} late joined, {md['still_buffered']} still "
-            f"buffered; event days {md['event_days_touched']}; output Delta v{md['delta_version']}")
+    return (f"batch {md['batch_id']}: {md['batch_rows_in_stream']} orders + "
+            f"{md['batch_rows_in_table']} rates in, {md['batch_rows_out']} rows out, "
+            f"{md['batch_late_joined']} late joined, {md['batch_still_buffered']} still buffered; "
+            f"event days {md['event_days_touched']}; output Delta v{md['delta_version']}")
 
 
 def _fmt_ts(ms: int | None) -> str:
@@ -157,11 +164,21 @@ def _fmt_ts(ms: int | None) -> str:
 
 
 def _print_checks(demo: Demo, events: Events) -> dict[str, bool]:
-    result = {}
-    for name, passed, severity, description, _ in sorted(events.checks):
+    """Print each check's verdict (and each event day's, for a check per day); returns the
+    verdict of each check as a whole (a check run on days only: all its days passed)."""
+    result: dict[str, bool] = {}
+    days: dict[str, list[bool]] = {}
+    for name, partition, passed, severity, description, _ in sorted(
+            events.checks, key=lambda c: (c[0], c[1] is None, c[1] or "")):
         verdict = "PASS" if passed else f"FAIL ({severity})"
-        demo.say(f"  check {name}: {verdict} - {description}")
-        result[name] = passed
+        if partition is None:
+            demo.say(f"  check {name}: {verdict} - {description}")
+            result[name] = passed
+        else:
+            demo.table(f"      day {partition}: {verdict} - {description}")
+            days.setdefault(name, []).append(passed)
+    for name, verdicts in days.items():
+        result.setdefault(name, all(verdicts))
     return result
 
 
@@ -181,7 +198,7 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
     nightly backfill, check. `instance`: the Dagster instance (default: DAGSTER_HOME's)."""
     from joins import audit
     from joins.pipeline import PipelineLayout, parse_pipeline_spec
-    from pipelines.definitions import DEMO_SPEC, checks_job_name
+    from pipelines.definitions import DEMO_SPEC
     from pipelines.sample_data import generate, write_wave
 
     _fresh_root(root)
@@ -212,19 +229,23 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
                              f"{md['stored']} stored + {md['expired']} expired + {md['quarantined']} "
                              f"quarantined (Delta v{md['delta_version']})")
         for ev in demo.sensor_runs(f"{spec.name}_microbatch_sensor"):
-            mds = [md for _, md in ev.materializations] or ev.observations
+            mds = [md for _, md in ev.materializations] or [md for k, md in ev.observations
+                                                              if k == spec.name]
             if mds and "batch_id" in mds[0]:
                 out.batches.append(mds[0])
                 demo.say(f"  micro-{_batch_line(mds[0])}")
-    _, skip = demo.tick(f"{spec.name}_microbatch_sensor")
+    _, skip, _ = demo.tick(f"{spec.name}_microbatch_sensor")
     demo.say(f"micro-batch sensor ticks again: skipped: {skip}")
+    # The join's partitions now reach the day of its stream time (the UI reloads its location).
+    demo.reload()
 
     demo.say("per-batch rows in / out / late:")
     demo.table(f"    {'batch':>5} {'orders in':>9} {'rates in':>8} {'rows out':>8} {'late':>5} "
                f"{'buffered':>8}  event days")
     for md in out.batches:
-        demo.table(f"    {md['batch_id']:>5} {md['rows_in_stream']:>9} {md['rows_in_table']:>8} "
-                   f"{md['rows_out']:>8} {md['late_joined']:>5} {md['still_buffered']:>8}  "
+        demo.table(f"    {md['batch_id']:>5} {md['batch_rows_in_stream']:>9} "
+                   f"{md['batch_rows_in_table']:>8} {md['batch_rows_out']:>8} "
+                   f"{md['batch_late_joined']:>5} {md['batch_still_buffered']:>8}  "
                    f"{md['event_days_touched']}")
 
     session = demo.defs.resources["spark"].get_session()
@@ -249,24 +270,34 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
     demo.say(f"quarantine: {q.quarantined} of {q.rows_in} input rows ("
              + ", ".join(f"{where} {kind}: {n}" for (where, kind), n in sorted(q.by_kind.items())) + ")")
 
-    demo.say("asset checks after the micro-batches:")
-    out.checks_before = _print_checks(demo, demo.execute(checks_job_name(spec)))
+    demo.say("asset checks after the micro-batches (the staleness sensor runs them over the "
+             "late-data horizon):")
+    [checks] = list(demo.sensor_runs(f"{spec.name}_staleness_sensor"))
+    out.checks_before = _print_checks(demo, checks)
 
-    schedule = demo.defs.resolve_schedule_def(f"{spec.name}_nightly_backfill")
+    name = f"{spec.name}_nightly_backfill"
+    schedule = demo.defs.resolve_schedule_def(name)
     tick = schedule.evaluate_tick(demo.dg.build_schedule_context(
-        instance=demo.instance, scheduled_execution_time=dt.datetime.now(dt.UTC)))
+        instance=demo.instance, scheduled_execution_time=dt.datetime.now(dt.UTC),
+        resources=demo.defs.resources))
     requests = list(tick.run_requests or [])
+    ran = demo.recorder.schedule_tick(name, schedule.cron_schedule, requests[0] if requests else None,
+                                      tick.skip_message)
     if not requests:
         raise SystemExit(f"nightly backfill: skipped: {tick.skip_message}")
-    rr = requests[0]
-    first = rr.tags["dagster/asset_partition_range_start"]
-    last = rr.tags["dagster/asset_partition_range_end"]
-    demo.say(f"nightly backfill schedule: one run over event days {first} .. {last} (horizon "
-             f"{rr.tags['tj/horizon_days']} days, ending at {rr.tags['tj/horizon_basis']})")
-    ev = demo.execute(schedule.job_name, rr)
+    ev = Events()
+    for rr in requests:
+        first = rr.tags["dagster/asset_partition_range_start"]
+        last = rr.tags["dagster/asset_partition_range_end"]
+        demo.say(f"nightly backfill schedule: one run over event days {first} .. {last} "
+                 f"({rr.tags['tj/why']})")
+        done = demo.execute(schedule.job_name, rr, schedule=name)
+        ran(demo.last_run_id, rr.run_key)
+        ev.materializations += done.materializations
+        ev.checks += done.checks
     out.backfill = ev.materializations[0][1] if ev.materializations else {}
     md = out.backfill
-    demo.say(f"backfill: {md.get('rows_out')} rows for {md.get('event_days_touched')} in one commit "
+    demo.say(f"backfill: {md.get('backfill_rows_out')} rows for {md.get('event_days_touched')} in one commit "
              f"(output Delta v{md.get('delta_version')}); agreement with the micro-batches:")
     for line in str(md.get("difference", "")).splitlines():
         demo.table(f"    {line}")
@@ -288,9 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     # The demo's data is tiny: few shuffle partitions mean few tasks per Spark job.
     os.environ.setdefault("TJ_SHUFFLE_PARTITIONS", "2")
     from pipelines.definitions import lake_root_from_env
+    from pipelines.instance import prepare_dagster_home
 
     root = Path(args.root or lake_root_from_env()).resolve()
-    home = _prepare_dagster_home()
+    # Runs re-executed from the UI and the code location read the lake from the environment.
+    os.environ["TJ_LAKE_ROOT"] = str(root)
+    home = prepare_dagster_home()
     print(f"temporal-joins demo: lake {root}, Dagster home {home}", flush=True)
     started = time.monotonic()
     result = run(root, sample=SampleConfig(waves=args.waves))
