@@ -227,8 +227,8 @@ def _microbatch_job(spec: PipelineSpec) -> JobDefinition:
         for day in r.event_days_touched:
             yield AssetMaterialization(
                 asset_key=join_key, partition=day, tags={MODE_TAG: MODE_MICROBATCH},
-                metadata={**metadata, **day_metadata(day, written=written.get(day),
-                                                     rows_now=rows_now.get(day))})
+                metadata={**day_metadata(day, written=written.get(day), rows_now=rows_now.get(day)),
+                          **metadata})
         if not r.event_days_touched:
             # A batch that only filled a buffer still happened: record it.
             yield AssetObservation(asset_key=join_key, metadata=metadata)

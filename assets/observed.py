@@ -111,12 +111,12 @@ def quarantine_metadata(spark: Any, layout: PipelineLayout) -> dict[str, Any]:
         by_table[where] = by_table.get(where, 0) + n
     kinds = ["| from | kind | rows |", "|---|---|---:|",
              *(f"| {w} | {k} | {n} |" for (w, k), n in sorted(counts.by_kind.items()))]
-    lines = ["| from | batch | kind | reason | record |", "|---|---:|---|---|---|"]
+    lines = ["| from | batch | kind | record | reason |", "|---|---:|---|---|---|"]
     for row in recent:
         v = row.values
         record = str(v.get("record") or "")[:120].replace("|", "\\|")
         reason = str(v.get("reason") or "").replace("|", "\\|")
-        lines.append(f"| {row.table} | {v.get('batch_id')} | {v.get('kind')} | {reason} | `{record}` |")
+        lines.append(f"| {row.table} | {v.get('batch_id')} | {v.get('kind')} | `{record}` | {reason} |")
     return {
         ROW_COUNT: MetadataValue.int(counts.quarantined),
         "quarantined": MetadataValue.int(counts.quarantined),

@@ -17,11 +17,16 @@ def test_defs_validate() -> None:
     assert {"orders_ingest", "rates_ingest", "orders_with_rates_backfill", "orders_with_rates_checks",
             "orders_with_rates_microbatch"} <= set(repo.job_names)
     assert {s.name for s in repo.sensor_defs} == {
-        "orders_landing_sensor", "rates_landing_sensor", "orders_with_rates_microbatch_sensor"}
+        "orders_landing_sensor", "rates_landing_sensor", "orders_with_rates_microbatch_sensor",
+        "orders_with_rates_staleness_sensor"}
     assert [s.name for s in repo.schedule_defs] == ["orders_with_rates_nightly_backfill"]
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"orders", "rates", "orders_with_rates"}
+    assert keys == {"orders", "rates", "orders_with_rates", "orders_landing", "rates_landing",
+                    "orders_with_rates_quarantine", "orders_with_rates_grace_buffer"}
+    # The landing folders feed the tables; quarantine and buffer are observed, not materialized.
+    assert graph.get(dg.AssetKey("orders")).parent_keys == {dg.AssetKey("orders_landing")}
+    assert graph.get(dg.AssetKey("orders_with_rates_quarantine")).is_observable
     checks = {k.name for k in graph.asset_check_keys}
     assert checks == {"backfill_agrees_with_stream", "no_duplicate_output_rows", "quarantine_below_threshold"}
 
