@@ -55,8 +55,11 @@ def test_duplicates_fail_the_check(checks, monkeypatch: pytest.MonkeyPatch) -> N
     assert "2 stream record(s) appear more than once (3 extra rows)" in (result.description or "")
 
 
+Verdict = tuple[str | None, bool, str]
+
+
 def _agreement_run(monkeypatch: pytest.MonkeyPatch, tmp_path, instance: dg.DagsterInstance,
-                   per_day: dict[str, DayDifference], tags: dict[str, str]) -> list[tuple[str | None, bool, str]]:
+                   per_day: dict[str, DayDifference], tags: dict[str, str]) -> list[Verdict]:
     """Run the checks job with the engine's dry run stubbed; (partition, passed, description) of
     every agreement verdict recorded."""
     compared: list[list[str]] = []
