@@ -203,6 +203,8 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
 
     _fresh_root(root)
     demo = Demo(root, instance, echo=echo)
+    # The lake was wiped: so is what the instance knew of it (asset history, sensor cursors).
+    demo.recorder.reset_pipelines(demo.defs)
     out = DemoResult()
     spec = parse_pipeline_spec(DEMO_SPEC)
     layout = PipelineLayout(str(root.resolve()), spec)
@@ -313,7 +315,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="demo lake root (default: TJ_LAKE_ROOT or ./var/lake); wiped first")
     parser.add_argument("--waves", type=int, default=SampleConfig.waves,
                         help="landing waves, one micro-batch each")
-    args = parser.parse_args(argv)
+    parser.add_argument("--live", action="store_true",
+                        help="instead: the Dagster UI with sensors on and data landing "
+                             "(python -m pipelines.live_demo --help)")
+    args, rest = parser.parse_known_args(argv)
+    if args.live:
+        from pipelines.live_demo import main as live
+
+        return live([*(["--root", args.root] if args.root else []), *rest])
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     # Library warnings (beta APIs, Spark) are not the demo's output.
     warnings.filterwarnings("ignore")
     # The demo's data is tiny: few shuffle partitions mean few tasks per Spark job.

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dagster import DagsterInstance, JobDefinition, RunRequest
+from dagster import DagsterInstance, Definitions, JobDefinition, RunRequest
 from dagster._core.definitions.job_base import InMemoryJob
 from dagster._core.definitions.run_request import InstigatorType
 from dagster._core.execution.api import create_execution_plan, execute_run
@@ -64,11 +64,23 @@ class Recorder:
             self.instance.add_instigator_state(state)
         return state
 
-    def start(self, name: str, kind: InstigatorType, data: Any) -> None:
-        """Mark an instigator running (what the UI's toggle does)."""
+    def reset(self, name: str, kind: InstigatorType, data: Any) -> None:
+        """Start an instigator afresh: running, its data (cursor) replaced by `data`."""
         state = self.state(name, kind, data)
-        if state.status != InstigatorStatus.RUNNING:
-            self.instance.update_instigator_state(state.with_status(InstigatorStatus.RUNNING))
+        self.instance.update_instigator_state(
+            InstigatorState(state.origin, kind, InstigatorStatus.RUNNING, data))
+
+    def reset_pipelines(self, defs: Definitions) -> None:
+        """The lake of `defs` was wiped: forget what the instance knew of its assets (events,
+        check verdicts) and start every sensor and schedule afresh (no cursor), turned on."""
+        self.instance.wipe_assets(list(defs.resolve_asset_graph().get_all_asset_keys()))
+        repo = defs.get_repository_def()
+        for sensor in repo.sensor_defs:
+            self.reset(sensor.name, InstigatorType.SENSOR,
+                       SensorInstigatorData(min_interval=sensor.minimum_interval_seconds))
+        for schedule in repo.schedule_defs:
+            self.reset(schedule.name, InstigatorType.SCHEDULE,
+                       ScheduleInstigatorData(schedule.cron_schedule, time.time()))
 
     def sensor_tick(self, name: str, min_interval: int,
                     evaluate: Callable[[str | None], Any]) -> tuple[Any, Callable[[str, str | None], None]]:
