@@ -111,7 +111,9 @@ def layout_of(lake: LakeResource, spec: PipelineSpec) -> PipelineLayout:
 
 def _ingest_asset(spec: PipelineSpec, item: PipelineInput) -> AssetsDefinition:
     source = item.source
-    what = "versioned table" if item.kind == "versioned" else "events table"
+    assert source is not None
+    what = {"versioned": "versioned table", "events": "events table",
+            "changelog": "changelog table"}[item.kind]
     description = (source.description or
                    f"The {what} `{source.name}` (Delta), fed from its landing folder "
                    f"({source.format} files, key {source.key_column!r}, event time {source.ts_column!r}).")
@@ -163,7 +165,7 @@ def _join_asset(spec: PipelineSpec, partitions_def: DailyPartitionsDefinition) -
 
     @asset(name=spec.name, group_name=spec.name, kinds=KINDS, description=description,
            partitions_def=partitions_def, backfill_policy=BackfillPolicy.single_run(),
-           deps=[AssetKey([i.source.name]) for i in spec.pipeline_inputs()],
+           deps=[AssetKey([i.name]) for i in spec.pipeline_inputs()],
            metadata=spec.settings())
     def _join(context: AssetExecutionContext, spark: SparkResource,
               lake: LakeResource) -> MaterializeResult:
@@ -256,6 +258,6 @@ def build_pipeline_assets(spec: PipelineSpec | dict,  # type: ignore[type-arg]
     join = _join_asset(spec, partitions_def)
     return PipelineAssets(
         spec=spec, partitions_def=partitions_def,
-        inputs={i.role: _ingest_asset(spec, i) for i in spec.pipeline_inputs()},
+        inputs={i.role: _ingest_asset(spec, i) for i in spec.pipeline_inputs() if i.source is not None},
         join=join, microbatch_job=_microbatch_job(spec),
         observed=tuple(observed_assets(spec, join.key)))

@@ -36,6 +36,7 @@ PREVIEW_ROWS = 5
 
 
 def landing_key(item: PipelineInput) -> AssetKey:
+    assert item.source is not None, f"{item.role} reads {item.upstream}: no landing folder"
     return AssetKey([f"{item.source.name}_landing"])
 
 
@@ -138,8 +139,9 @@ def observed_assets(spec: PipelineSpec, join_key: AssetKey) -> list[AssetsDefini
     """The observable assets of one pipeline (see the module docstring)."""
     out: list[AssetsDefinition] = []
     for item in spec.pipeline_inputs():
-        out.append(_landing_asset(spec, item))
-    inputs = [AssetKey([i.source.name]) for i in spec.pipeline_inputs()]
+        if item.source is not None:   # an upstream pipeline's output has no landing folder
+            out.append(_landing_asset(spec, item))
+    inputs = [AssetKey([i.name]) for i in spec.pipeline_inputs()]
 
     @multi_observable_source_asset(
         name=f"{spec.name}_observe_quarantine", group_name=spec.name,
@@ -150,12 +152,13 @@ def observed_assets(spec: PipelineSpec, join_key: AssetKey) -> list[AssetsDefini
                                      f"late records.")])
     def _quarantine(context: OpExecutionContext) -> Iterator[ObserveResult]:
         layout = context.resources.lake.layout(spec)
-        md = quarantine_metadata(context.resources.spark.get_session(), layout)
+        md = quarantine_metadata(context.resources.spark.session_for(context), layout)
         yield ObserveResult(asset_key=quarantine_key(spec), metadata=md)
 
     out.append(_quarantine)
-    if spec.hold_back_ms() > 0:
-        stream = [AssetKey([i.source.name]) for i in spec.pipeline_inputs() if i.kind == "events"]
+    # Only an operator whose held-back records sit in one table of event rows has this view.
+    if spec.held_back_table(PipelineLayout("", spec)) is not None:
+        stream = [AssetKey([i.name]) for i in spec.pipeline_inputs() if i.kind == "events"]
 
         @multi_observable_source_asset(
             name=f"{spec.name}_observe_grace_buffer", group_name=spec.name,

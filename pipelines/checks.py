@@ -14,6 +14,9 @@
 - `quarantine_below_threshold`: quarantined input rows (bad landing rows, expired table
   updates, late stream records under `late: quarantine`) stay below `quarantine_threshold` of
   the input rows.
+- an operator's own check where its spec names one (`consistency_check`): for the table-table
+  join, `latest_equals_temporal_history` (its current results against the temporal history at
+  its stream time). Operators without a batch form (filter, aggregate) have no agreement check.
 """
 
 from collections.abc import Sequence
@@ -90,9 +93,10 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
 
     @asset_check(asset=ja.join, name=NO_DUPLICATES,
                  description="Each stream record appears at most once in the output.")
-    def _no_duplicates(spark: SparkResource, lake: LakeResource) -> AssetCheckResult:
+    def _no_duplicates(context: AssetCheckExecutionContext, spark: SparkResource,
+                       lake: LakeResource) -> AssetCheckResult:
         engine = spec.engine(layout_of(lake, spec))
-        dup = audit.duplicate_rows(spark.get_session(), engine.layout.output,
+        dup = audit.duplicate_rows(spark.session_for(context), engine.layout.output,
                                    engine.output_identity())
         return AssetCheckResult(
             passed=dup.duplicated_records == 0,
@@ -106,8 +110,9 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
     @asset_check(asset=ja.join, name=QUARANTINE,
                  description=f"Quarantined input rows stay at or below "
                              f"{spec.quarantine_threshold:.1%} of the input rows.")
-    def _quarantine(spark: SparkResource, lake: LakeResource) -> AssetCheckResult:
-        q = audit.quarantine_counts(spark.get_session(), layout_of(lake, spec))
+    def _quarantine(context: AssetCheckExecutionContext, spark: SparkResource,
+                    lake: LakeResource) -> AssetCheckResult:
+        q = audit.quarantine_counts(spark.session_for(context), layout_of(lake, spec))
         passed = q.share <= spec.quarantine_threshold
         rows = [f"| {where} | {kind} | {n} |" for (where, kind), n in sorted(q.by_kind.items())]
         table = "\n".join(["| where | kind | rows |", "|---|---|---:|", *rows])
@@ -121,7 +126,13 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
             description=f"{q.quarantined} of {q.rows_in} input rows quarantined ({q.share:.2%}; "
                         f"threshold {spec.quarantine_threshold:.1%})")
 
-    return [_agreement, _no_duplicates, _quarantine]
+    checks = [_no_duplicates, _quarantine]
+    if spec.has_batch_form:
+        checks.insert(0, _agreement)
+    own = spec.consistency_check()
+    if own is not None:
+        checks.append(_consistency_check(ja, *own))
+    return checks
 
 
 def _day_result(day: str, d: DayDifference, stream_time: int) -> AssetCheckResult:
@@ -167,3 +178,20 @@ def stale_days(instance: Any, join_key: AssetKey, days: Sequence[str]) -> tuple[
     done = (AssetCheckExecutionRecordStatus.SUCCEEDED, AssetCheckExecutionRecordStatus.FAILED)
     failed = [d for d in days if status.get(d) == AssetCheckExecutionRecordStatus.FAILED]
     return failed, [d for d in days if status.get(d) in done]
+
+
+def _consistency_check(ja: PipelineAssets, name: str, description: str) -> AssetChecksDefinition:
+    """The operator's own check (for the table-table join: its latest results against the
+    temporal history at its stream time)."""
+    spec = ja.spec
+
+    @asset_check(asset=ja.join, name=name, description=description)
+    def _own(context: AssetCheckExecutionContext, spark: SparkResource,
+             lake: LakeResource) -> AssetCheckResult:
+        result = spec.engine(layout_of(lake, spec)).consistency(spark.session_for(context))
+        metadata = {k: MetadataValue.int(v) if isinstance(v, int) else MetadataValue.text(str(v))
+                    for k, v in result.metadata.items()}
+        return AssetCheckResult(passed=result.passed, metadata=metadata,
+                                description=result.description)
+
+    return _own

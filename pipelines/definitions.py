@@ -50,6 +50,8 @@ SPECS_DIR = Path(__file__).resolve().parent / "specs"
 DEMO_SPEC_FILE = SPECS_DIR / "orders_with_rates.yaml"
 # The demo's spec as plain settings (what a YAML file holds).
 DEMO_SPEC: dict[str, Any] = yaml.safe_load(DEMO_SPEC_FILE.read_text())
+# The demo's interval join: orders with the deliveries made within three hours.
+DELIVERIES_SPEC: dict[str, Any] = yaml.safe_load((SPECS_DIR / "orders_with_deliveries.yaml").read_text())
 
 
 def lake_root_from_env() -> str:
@@ -94,18 +96,27 @@ def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None
     checks_job = define_asset_job(
         checks_job_name(spec), selection=AssetSelection.checks_for_assets(pa.join),
         description=f"Runs the asset checks of {spec.name} without recomputing it.")
-    jobs: list[Any] = [backfill, checks_job, pa.microbatch_job]
+    jobs: list[Any] = [checks_job, pa.microbatch_job]
+    if spec.has_batch_form:
+        jobs.insert(0, backfill)
     sensors = []
     for item in spec.pipeline_inputs():
+        if item.source is None:
+            continue  # another pipeline's output: its own pipeline produces it
         ingest = define_asset_job(ingest_job_name(item.source.name),
                                   selection=AssetSelection.assets(pa.input_asset(item.role)),
                                   description=f"Ingests new landing files of {item.source.name}.")
         jobs.append(ingest)
         sensors.append(landing_sensor(pa, item, ingest))
     sensors.append(microbatch_sensor(pa))
-    sensors.append(staleness_sensor(pa, checks_job))
+    schedules = []
+    if spec.has_batch_form:
+        # Staleness is the batch form disagreeing with the micro-batches: without a batch form
+        # there is nothing to check per day and nothing to backfill.
+        sensors.append(staleness_sensor(pa, checks_job))
+        schedules.append(nightly_backfill_schedule(pa, backfill))
     return Definitions(assets=pa.assets, asset_checks=build_join_checks(pa), jobs=jobs,
-                       sensors=sensors, schedules=[nightly_backfill_schedule(pa, backfill)])
+                       sensors=sensors, schedules=schedules)
 
 
 def spec_errors_sensor(errors: Sequence[SpecFileError]) -> SensorDefinition:
@@ -128,7 +139,8 @@ def build_definitions(specs: Sequence[PipelineSpec | dict[str, Any]] = (), *, la
     parsed = [parse_pipeline_spec(raw) for raw in specs]
     parts = [definitions_for(spec, lake_root=lake_root) for spec in parsed]
     if spec_dir is not None:
-        taken = {n for s in parsed for n in (s.name, *(i.source.name for i in s.pipeline_inputs()))}
+        taken = {n for s in parsed for n in (s.name, *(i.source.name for i in s.pipeline_inputs()
+                                                        if i.source is not None))}
         loaded = load_spec_folder(spec_dir, taken=taken)
         for error in loaded.errors:
             log.error("pipeline spec not loaded: %s", error)

@@ -60,6 +60,7 @@ def landing_run_key(source: str, files: list[str]) -> str:
 def landing_sensor(pa: PipelineAssets, item: PipelineInput,
                    job: "UnresolvedAssetJobDefinition") -> SensorDefinition:
     spec, source = pa.spec, item.source
+    assert source is not None
     op_name = pa.input_asset(item.role).op.name
 
     @sensor(name=f"{source.name}_landing_sensor", job=job,
@@ -101,10 +102,10 @@ def microbatch_sensor(pa: PipelineAssets) -> SensorDefinition:
     @sensor(name=f"{spec.name}_microbatch_sensor", job=pa.microbatch_job,
             minimum_interval_seconds=spec.sensor_interval_s,
             description=f"Runs the next micro-batch of `{spec.name}` when "
-                        f"{' or '.join(f'`{i.source.name}`' for i in inputs)} has a new Delta version.")
+                        f"{' or '.join(f'`{i.name}`' for i in inputs)} has a new Delta version.")
     def _microbatch(context: SensorEvaluationContext, lake: LakeResource) -> RunRequest | SkipReason:
         layout = layout_of(lake, spec)
-        versions = {i.source.name: delta.delta_version(layout.table(i.source)) for i in inputs}
+        versions = {i.name: delta.delta_version(layout.input_table(i.role)) for i in inputs}
         missing = [name for name, v in versions.items() if v is None]
         if missing:
             return SkipReason(f"waiting for {' and '.join(missing)}: no Delta table yet (nothing "

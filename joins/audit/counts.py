@@ -82,6 +82,9 @@ def quarantine_counts(spark: SparkSession, layout: PipelineLayout) -> Quarantine
     rows_in = 0
     for item in layout.spec.pipeline_inputs():
         source = item.source
+        if source is None:  # another pipeline's output: its quarantine is that pipeline's
+            rows_in += count_rows(spark, layout.input_table(item.role))
+            continue
         rows_in += count_rows(spark, layout.table(source))
         committed = read_committed_quarantine(spark, layout.quarantine(source),
                                               table_path=layout.table(source), source_id=source.name)

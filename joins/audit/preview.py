@@ -49,7 +49,7 @@ def recent_quarantined(spark: SparkSession, layout: PipelineLayout, *,
     from joins.operators.versioned_table.quarantine import read_committed_quarantine
 
     out: list[QuarantinedRow] = []
-    sources = {i.source.name: i.source for i in layout.spec.pipeline_inputs()}
+    sources = {i.source.name: i.source for i in layout.spec.pipeline_inputs() if i.source is not None}
     for label, path in layout.quarantine_tables().items():
         if not lake.table_exists(path):
             continue

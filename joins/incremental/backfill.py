@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from joins import lake
 from joins.errors import ConfigError
 from joins.incremental import hooks
-from joins.incremental.contract import EVENT_DATE
+from joins.incremental.contract import EVENT_DATE, OUTPUT
 from joins.incremental.layout import JoinRoot
 from joins.incremental.log import BatchDone, BatchLog, BatchStateError
 from joins.incremental.phases import PhaseClock
@@ -86,6 +86,12 @@ class BackfillContext:
 
 class BatchForm(Protocol):
     def backfill_rows(self, ctx: BackfillContext, days: list[dt.date]) -> BackfillRows: ...
+
+
+def target_table(form: BatchForm) -> str:
+    """The table a batch form's days replace: the join's output, unless the form names
+    another of the join's tables (`target`, e.g. a temporal history beside a changelog)."""
+    return str(getattr(form, "target", OUTPUT))
 
 
 @dataclass(frozen=True)
@@ -164,18 +170,19 @@ def run_backfill(spark: SparkSession, operator: IncrementalOperator, form: Batch
                                           f"not a Delta table")
                     versions[role] = v
                 check_progress(operator.name, done, versions, jr)
-            output_before = lake.delta_version(jr.output)
+            target = jr.sub(target_table(form))
+            output_before = lake.delta_version(target)
         ctx = BackfillContext(spark, jr, srcs, done, clock)
         computed = form.backfill_rows(ctx, wanted)
         try:
-            return _replace(spark, operator.name, jr, wanted, computed, done, output_before,
+            return _replace(spark, operator.name, target, wanted, computed, done, output_before,
                             lease, clock, dry_run=dry_run)
         finally:
             if computed.release is not None:
                 computed.release()
 
 
-def _replace(spark: SparkSession, name: str, root: JoinRoot, wanted: list[dt.date],
+def _replace(spark: SparkSession, name: str, target: str, wanted: list[dt.date],
              computed: BackfillRows, done: BatchDone | None, output_before: int | None,
              lease: lake.Lease, clock: PhaseClock, *, dry_run: bool) -> BackfillResult:
     day_strings = tuple(d.isoformat() for d in wanted)
@@ -187,7 +194,7 @@ def _replace(spark: SparkSession, name: str, root: JoinRoot, wanted: list[dt.dat
     try:
         old = None
         if output_before is not None:
-            old = Source(root.output).rows_of_days(spark, output_before, wanted)
+            old = Source(target).rows_of_days(spark, output_before, wanted)
         with clock.phase("backfill diff"):
             per_day = diff_days(new, old, identity=computed.identity, compared=computed.compared)
         commit_version = None
@@ -196,7 +203,7 @@ def _replace(spark: SparkSession, name: str, root: JoinRoot, wanted: list[dt.dat
             lease.check()
             with clock.phase("backfill commit"):
                 info = lake.write_delta(
-                    new, root.output, mode="overwrite", partition_by=[EVENT_DATE],
+                    new, target, mode="overwrite", partition_by=[EVENT_DATE],
                     replace_partitions={EVENT_DATE: list(wanted)},
                     expected_version=-1 if output_before is None else output_before,
                     commit_message=f"{name}: backfill of {', '.join(day_strings)} (consistent "

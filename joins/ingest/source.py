@@ -8,7 +8,7 @@ from typing import Literal
 from joins.errors import ConfigError
 from joins.landing.spec import LandingSpec
 
-SourceKind = Literal["table", "stream"]
+SourceKind = Literal["table", "stream", "changelog"]
 OPERATOR = "ingest"
 # How long a crashed ingest keeps its source's lease before another run may take it over.
 DEFAULT_LEASE_TTL_S = 300.0
@@ -19,7 +19,9 @@ class IngestSource:
     """One source: its landing folder and file schema, and where its tables live.
 
     - `kind`: `table` (a versioned table: seed rules, expired puts quarantined; needs
-      `history_retention_ms`) or `stream` (an append-only events table);
+      `history_retention_ms`), `stream` (an append-only events table) or `changelog` (an
+      events table that keeps every update's `tombstone` flag: a table whose versioning the
+      operator applies, e.g. either side of a table-table join);
     - `table`: the versioned table / the events table; `quarantine`: rows (and whole files)
       not stored, with the reason; `manifest`: which landing files each batch took;
     - `lease`: the writer lease that lets one ingest of the source run at a time.
@@ -39,9 +41,9 @@ class IngestSource:
     def __post_init__(self) -> None:
         if not self.name:
             raise ConfigError(f"{OPERATOR}: a source needs a non-empty name")
-        if self.kind not in ("table", "stream"):
-            raise ConfigError(f"{OPERATOR} {self.name!r}: kind must be 'table' or 'stream', "
-                              f"got {self.kind!r}")
+        if self.kind not in ("table", "stream", "changelog"):
+            raise ConfigError(f"{OPERATOR} {self.name!r}: kind must be 'table', 'stream' or "
+                              f"'changelog', got {self.kind!r}")
         if not isinstance(self.spec, LandingSpec):
             raise ConfigError(f"{OPERATOR} {self.name!r}: spec must be a LandingSpec")
         if (self.kind == "table") != (self.history_retention_ms is not None):

@@ -1,6 +1,7 @@
 """Landing files -> the append-only stream events table of a source, one batch per call.
 
-Events: the key and value columns, `ts`, `event_date` (partition), `_seq` (arrival order across
+Events: the key and value columns, `ts`, (a changelog source: `tombstone`), `event_date`
+(partition), `_seq` (arrival order across
 batches: batch id and arrival in the batch packed in one long, so a re-run of a batch assigns
 exactly the same numbers), `source_id`, `batch_id`, `source_file`, `source_row`. Bad rows and
 files go to the quarantine table (the versioned table's layout) or refuse the batch, per
@@ -59,6 +60,7 @@ def ingest_stream_batch(spark: SparkSession, source: IngestSource, files: Sequen
         events = batch.changelog.select(
             *source.spec.key_names, *source.spec.value_names,
             F.col("ts").cast("long").alias("ts"),
+            *(["tombstone"] if source.kind == "changelog" else []),
             event_date(F.col("ts")).alias("event_date"),
             (F.lit(batch_id).cast("long") * F.lit(1 << SEQ_BATCH_SHIFT) + F.col("arrival")).alias(SEQ),
             F.lit(source.name).alias(SOURCE_ID),

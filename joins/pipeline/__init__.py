@@ -6,10 +6,11 @@ from joins.pipeline.files import LoadedSpecs, SpecFileError, load_spec_file, loa
 from joins.pipeline.registry import parse_pipeline_spec, spec_classes
 from joins.pipeline.sources import SourceSpec
 from joins.pipeline.spec import InputKind, PipelineEngine, PipelineInput, PipelineLayout, PipelineSpec
-from joins.pipeline.summary import BackfillSummary, DayDifference, RunSummary
+from joins.pipeline.summary import BackfillSummary, CheckSummary, DayDifference, RunSummary
 
 __all__ = [
     "BackfillSummary",
+    "CheckSummary",
     "DayDifference",
     "InputKind",
     "LoadedSpecs",

@@ -73,7 +73,7 @@ def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> Lo
         except JoinsError as exc:
             errors.append(SpecFileError(str(path), str(exc)))
             continue
-        used = {spec.name, *(i.source.name for i in spec.pipeline_inputs())}
+        used = {spec.name, *(i.source.name for i in spec.pipeline_inputs() if i.source is not None)}
         clash = sorted(used & names)
         if clash:
             errors.append(SpecFileError(str(path), f"config.name: {clash} already defined by another "

@@ -18,6 +18,10 @@ from joins.pipeline.spec import PipelineSpec
 # operator -> "module:class" of its pipeline spec (imported on first use).
 SPEC_CLASSES: dict[str, str] = {
     "stream_table_join": "joins.operators.stream_table_join.pipeline:StreamTableJoinPipeline",
+    "table_table_join": "joins.operators.table_table_join.pipeline:TableTableJoinPipeline",
+    "table_filter": "joins.operators.table_filter.pipeline:TableFilterPipeline",
+    "table_aggregate": "joins.operators.table_aggregate.pipeline:TableAggregatePipeline",
+    "interval_join": "joins.operators.interval_join.pipeline:IntervalJoinPipeline",
 }
 
 

@@ -14,7 +14,7 @@ import datetime as dt
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
@@ -27,19 +27,33 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from joins.ingest import IngestSource
-    from joins.pipeline.summary import BackfillSummary, RunSummary
+    from joins.pipeline.summary import BackfillSummary, CheckSummary, RunSummary
 
 # How an input's landing files are stored: a versioned table (the seed rules applied at ingest:
-# out-of-order history, expiry beyond history retention) or an append-only events table.
-InputKind = Literal["versioned", "events"]
+# out-of-order history, expiry beyond history retention), an append-only events table, or a
+# changelog (every update in arrival order with its tombstone flag; the operator versions it).
+InputKind = Literal["versioned", "events", "changelog", "upstream"]
+_INGEST_KIND: dict[str, str] = {"versioned": "table", "events": "stream", "changelog": "changelog"}
 
 
 @dataclass(frozen=True)
 class PipelineInput:
+    """One input of a pipeline's join: a source fed from its landing folder, or (`upstream`)
+    the output of another pipeline of the same lake (no landing, no ingest of its own)."""
+
     role: str                         # the operator's input role ("stream", "table", "left", ...)
-    source: SourceSpec
+    source: SourceSpec | None
     kind: InputKind
     history_retention_ms: int | None = None   # versioned inputs only
+    upstream: str | None = None               # the pipeline whose output this input reads
+
+    @property
+    def name(self) -> str:
+        """The asset this input is: the source's, or the upstream pipeline's join asset."""
+        if self.source is not None:
+            return self.source.name
+        assert self.upstream is not None
+        return self.upstream
 
 
 class PipelineSpec(Spec):
@@ -58,6 +72,10 @@ class PipelineSpec(Spec):
       after micro-batches wrote (each run is a Spark job over the late-data horizon).
     """
 
+    # An operator without a batch form (its output is kept by micro-batches only) gets no
+    # backfill schedule and no backfill-agreement check.
+    has_batch_form: ClassVar[bool] = True
+
     operator: str
     name: StrictStr
     description: StrictStr | None = None
@@ -75,7 +93,8 @@ class PipelineSpec(Spec):
 
     @model_validator(mode="after")
     def _names_are_distinct(self) -> PipelineSpec:
-        names = {"name": self.name, **{f"{i.role}.name": i.source.name for i in self.pipeline_inputs()}}
+        names = {"name": self.name, **{f"{i.role}.name": i.source.name for i in self.pipeline_inputs()
+                                       if i.source is not None}}
         seen: set[str] = set()
         for key, value in names.items():
             if value in seen:
@@ -117,6 +136,11 @@ class PipelineSpec(Spec):
 
     def engine(self, layout: PipelineLayout) -> PipelineEngine:
         raise NotImplementedError
+
+    def consistency_check(self) -> tuple[str, str] | None:
+        """(name, description) of the operator's own asset check, which the engine runs as
+        `consistency(spark)`; None: the operator has none."""
+        return None
 
 
 # Where a pipeline's data lives under the lake root.
@@ -160,16 +184,21 @@ class PipelineLayout:
         return self._under("leases", source.name)
 
     def input_table(self, role: str) -> str:
-        return self.table(self.spec.input(role).source)
+        item = self.spec.input(role)
+        if item.source is None:
+            assert item.upstream is not None
+            return self._under("joins", item.upstream, "output")
+        return self.table(item.source)
 
     def ingest_source(self, item: PipelineInput) -> IngestSource:
         """The ingest engine's view of one of the spec's inputs."""
         from joins.ingest import IngestSource
 
         source = item.source
+        assert source is not None, f"{item.role} is the output of {item.upstream}: nothing to ingest"
         versioned = item.kind == "versioned"
         return IngestSource(
-            name=source.name, kind="table" if versioned else "stream", landing=self.landing(source),
+            name=source.name, kind=_INGEST_KIND[item.kind], landing=self.landing(source),  # type: ignore[arg-type]
             spec=source.landing_spec(), table=self.table(source),
             quarantine=self.quarantine(source), manifest=self.manifest(source),
             lease=self.lease(source),
@@ -194,7 +223,8 @@ class PipelineLayout:
     def quarantine_tables(self) -> dict[str, str]:
         """Every quarantine table of the pipeline, by what it holds: each source's bad and
         expired rows, then the join's (late records under `late: quarantine`)."""
-        out = {i.source.name: self.quarantine(i.source) for i in self.spec.pipeline_inputs()}
+        out = {i.source.name: self.quarantine(i.source) for i in self.spec.pipeline_inputs()
+               if i.source is not None}   # an upstream pipeline's output: its own quarantine
         out[self.spec.name] = self.join_quarantine
         return out
 
@@ -211,4 +241,8 @@ class PipelineEngine(Protocol):
 
     def output_identity(self) -> tuple[str, ...]:
         """The columns that identify an output row (each identity appears at most once)."""
+        ...
+
+    def consistency(self, spark: SparkSession) -> CheckSummary:
+        """The operator's own check (`PipelineSpec.consistency_check`), where it has one."""
         ...

@@ -80,3 +80,12 @@ class BackfillSummary:
     @property
     def agrees(self) -> bool:
         return all(d.agrees for d in self.per_day.values())
+
+
+@dataclass(frozen=True)
+class CheckSummary:
+    """An operator's own check of its output: passed, why, and counts to show."""
+
+    passed: bool
+    description: str
+    metadata: dict[str, int | str] = field(default_factory=dict)

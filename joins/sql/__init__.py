@@ -3,12 +3,8 @@ inputs, compile it into a Python predicate and extract the time bounds of seed 0
 
 from joins.sql.columns import SIDES, ColumnRef, Schema, Side
 from joins.sql.evaluator import EvaluationError, Predicate
-from joins.sql.time_bounds import (
-    JoinConditionPlan,
-    PostponeTimeMap,
-    TimeBound,
-    analyze_join_condition,
-)
+from joins.sql.plan import JoinConditionPlan, analyze_join_condition
+from joins.sql.time_bounds import PostponeTimeMap, TimeBound
 
 __all__ = [
     "SIDES",

@@ -23,7 +23,8 @@ arithmetic) is read as an equi-join key unless it touches a column of another bo
 condition has no other bound at all (`l.time = r.time`); see `select_time_bounds`. The columns of
 the chosen bounds are the time columns: every row must hold an integer there.
 
-Refused with a ConfigError: an OR anywhere; no bound in one direction (the message names the
+`plan.py` assembles the whole analysis. Refused with a ConfigError (there): an OR anywhere; no
+bound in one direction (the message names the
 input whose buffer would grow forever and lists the comparisons that could not be used, such as
 a non-constant bound `d.time <= o.time + o.deadline`). Conjuncts on one input only are per-side
 pre-filters (rows failing them are never buffered); a comparison between two columns of the same
@@ -40,18 +41,14 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from joins.errors import ConfigError
-from joins.sql.columns import SIDE_ALIAS, SIDES, ColumnRef, ColumnResolver, Schema, Side, other_side
+from joins.sql.columns import SIDE_ALIAS, ColumnRef
 from joins.sql.evaluator import (
     ColumnResolve,
-    Predicate,
-    compile_predicate,
     interval_ms,
     number_literal,
     sql_divide,
     sql_modulo,
 )
-from joins.sql.parse import conjuncts, parse_condition
 
 
 @dataclass(frozen=True)
@@ -155,7 +152,7 @@ _RELATIONS = {exp.GTE: ">=", exp.GT: ">", exp.LTE: "<=", exp.LT: "<", exp.EQ: "=
 _NEGATED = {">=": "<", ">": "<=", "<=": ">", "<": ">="}
 
 
-def _unparen(node: exp.Expression) -> exp.Expression:
+def unparen(node: exp.Expression) -> exp.Expression:
     while isinstance(node, exp.Paren):
         node = node.this
     return node
@@ -163,7 +160,7 @@ def _unparen(node: exp.Expression) -> exp.Expression:
 
 def _comparisons(node: exp.Expression) -> list[tuple[exp.Expression, exp.Expression, str]]:
     """(A, B, relation) parts meaning `A relation B`; empty if `node` is no comparison."""
-    node = _unparen(node)
+    node = unparen(node)
     if isinstance(node, exp.Not):
         inner = _comparisons(node.this)
         if len(inner) != 1 or inner[0][2] not in _NEGATED:
@@ -193,7 +190,20 @@ def _bounds_of(difference: Linear, relation: str, source: str, bare: bool) -> li
     return bounds
 
 
-def _examine(conjunct: exp.Expression, resolve: ColumnResolve) -> tuple[list[TimeBound], list[str]]:
+def _why_not_constant(*sides: exp.Expression) -> str:
+    """Why `a op b` is no `x >= y - constant` (linearize gave up): a function, or columns
+    multiplied or divided."""
+    for side in sides:
+        for node in side.walk():
+            if isinstance(node, exp.Func) and not isinstance(node, exp.Binary | exp.Interval) \
+                    and node.find(exp.Column) is not None:
+                return (f"its offset holds {node.sql()}, a function of a column, so it changes "
+                        f"from row to row; the offset must be a constant")
+    return ("its offset multiplies or divides columns, so it changes from row to row; the offset "
+            "must be a constant")
+
+
+def examine(conjunct: exp.Expression, resolve: ColumnResolve) -> tuple[list[TimeBound], list[str]]:
     """The time bounds a two-input conjunct yields, and why its other parts could not be used."""
     bounds: list[TimeBound] = []
     rejected: list[str] = []
@@ -201,15 +211,15 @@ def _examine(conjunct: exp.Expression, resolve: ColumnResolve) -> tuple[list[Tim
         text = f"{a.sql()} {relation} {b.sql()}"
         la, lb = linearize(a, resolve), linearize(b, resolve)
         if la is None or lb is None:
-            rejected.append(f"`{text}` is not linear in the time columns")
+            rejected.append(f"`{text}` is not a constant bound: {_why_not_constant(a, b)}")
             continue
         difference = la.plus(lb, -1)
         if len({c.side for c, _ in difference.terms}) < 2:
             continue  # one input only: part of a pre-filter, not a bound between the inputs
         if len(difference.terms) == 2 and sorted(k for _, k in difference.terms) == [-1, 1]:
-            bare = (relation == "=" and isinstance(_unparen(a), exp.Column)
-                    and isinstance(_unparen(b), exp.Column))
-            bounds.extend(_bounds_of(difference, relation, _unparen(conjunct).sql(), bare))
+            bare = (relation == "=" and isinstance(unparen(a), exp.Column)
+                    and isinstance(unparen(b), exp.Column))
+            bounds.extend(_bounds_of(difference, relation, unparen(conjunct).sql(), bare))
         elif len(difference.terms) > 2:
             columns = ", ".join(_display(c) for c, _ in difference.terms)
             rejected.append(f"`{text}` is a non-constant bound (it involves the columns {columns}; "
@@ -217,24 +227,6 @@ def _examine(conjunct: exp.Expression, resolve: ColumnResolve) -> tuple[list[Tim
         else:
             rejected.append(f"`{text}` is not of the form a.time >= b.time - constant")
     return bounds, rejected
-
-
-@dataclass(frozen=True)
-class JoinConditionPlan:
-    """Everything the interval join needs from its condition."""
-
-    condition: str
-    schema: Schema
-    # The whole condition, evaluated on every (left, right) candidate pair.
-    predicate: Predicate
-    # Conjuncts on one input only; a row failing its side's filter is never buffered.
-    filters: dict[Side, Predicate]
-    # Tightest bound per (bounded, reference) pair.
-    bounds: tuple[TimeBound, ...]
-    postpone_times: PostponeTimeMap
-    # Columns in some bound, left first, config order: watermarked from the start, so every row
-    # must hold an integer in each of them.
-    time_columns: tuple[ColumnRef, ...]
 
 
 def tightest(bounds: Sequence[TimeBound]) -> tuple[TimeBound, ...]:
@@ -276,53 +268,3 @@ def select_time_bounds(candidates: Sequence[TimeBound]) -> tuple[list[TimeBound]
         elif bound.source not in keys:
             keys.append(bound.source)
     return chosen, keys
-
-
-def _missing_bound_message(side: Side, rejected: list[str], keys: list[str]) -> str:
-    other = other_side(side)
-    mine, theirs = SIDE_ALIAS[side], SIDE_ALIAS[other]
-    message = (f"condition: no time bound limits how long {side} rows are buffered: the {side} "
-               f"input needs a constant bound against the {other} input, like "
-               f"`{mine}.time >= {theirs}.time - <constant>` (for example "
-               f"`{mine}.time BETWEEN {theirs}.time - 10 AND {theirs}.time + 10`)")
-    if rejected:
-        message += "; not usable as a time bound: " + "; ".join(rejected)
-    for key in keys:
-        a, _, b = key.partition(" = ")
-        message += (f"; `{key}` is read as an equi-join key, not a time bound (write "
-                    f"`{a} BETWEEN {b} AND {b}` if it relates time columns)")
-    return message
-
-
-def analyze_join_condition(condition: str, left_columns: Sequence[str],
-                           right_columns: Sequence[str]) -> JoinConditionPlan:
-    """Parse, resolve, compile and extract the time bounds of a join condition (or ConfigError)."""
-    schema = Schema(tuple(left_columns), tuple(right_columns))
-    parsed = parse_condition(condition)
-    resolver = ColumnResolver.for_condition(schema, parsed)
-    resolve = resolver.resolve
-    predicate = compile_predicate(parsed, resolve)
-
-    per_side: dict[Side, list[exp.Expression]] = {"left": [], "right": []}
-    candidates: list[TimeBound] = []
-    rejected: list[str] = []
-    for conjunct in conjuncts(parsed):
-        sides = resolver.sides_of(conjunct)
-        if len(sides) == 1:
-            per_side[next(iter(sides))].append(conjunct)
-        elif len(sides) == 2:
-            bounds, reasons = _examine(conjunct, resolve)
-            candidates.extend(bounds)
-            rejected.extend(reasons)
-
-    selected, keys = select_time_bounds(candidates)
-    bounds = tightest(selected)
-    for side in SIDES:
-        if not any(b.bounded.side == side for b in bounds):
-            raise ConfigError(_missing_bound_message(side, rejected, keys))
-    time_columns = tuple(schema.ordered(c for b in bounds for c in (b.bounded, b.reference)))
-    filters = {side: compile_predicate(exp.and_(*parts), resolve)
-               for side, parts in per_side.items() if parts}
-    return JoinConditionPlan(
-        condition=condition, schema=schema, predicate=predicate, filters=filters, bounds=bounds,
-        postpone_times=postpone_time_map(bounds, time_columns), time_columns=time_columns)

@@ -34,7 +34,9 @@ def checks() -> dict[str, dg.AssetChecksDefinition]:
 
 
 def _run(check: dg.AssetChecksDefinition) -> dg.AssetCheckResult:
-    return check(spark=SparkResource(), lake=LakeResource(root="/tmp/unused"))
+    # The checks log which SparkSession served them (`session_for`): they take a context.
+    return check(dg.build_asset_check_context(), spark=SparkResource(),
+                 lake=LakeResource(root="/tmp/unused"))
 
 
 @pytest.mark.parametrize(("quarantined", "passed"), [(0, True), (5, True), (6, False)])

@@ -15,20 +15,42 @@ def test_defs_validate() -> None:
     dg.Definitions.validate_loadable(defs)
     repo = defs.get_repository_def()
     assert {"orders_ingest", "rates_ingest", "orders_with_rates_backfill", "orders_with_rates_checks",
-            "orders_with_rates_microbatch"} <= set(repo.job_names)
+            "orders_with_rates_microbatch", "customers_ingest", "accounts_ingest",
+            "customer_accounts_backfill", "customer_accounts_checks", "customer_accounts_microbatch",
+            "accounts_per_country_checks", "accounts_per_country_microbatch",
+            "order_events_ingest", "deliveries_ingest",
+            "orders_with_deliveries_microbatch"} <= set(repo.job_names)
+    # The count has no batch form: no backfill job, no nightly schedule, no agreement check.
+    assert "accounts_per_country_backfill" not in repo.job_names
     assert {s.name for s in repo.sensor_defs} == {
         "orders_landing_sensor", "rates_landing_sensor", "orders_with_rates_microbatch_sensor",
-        "orders_with_rates_staleness_sensor"}
-    assert [s.name for s in repo.schedule_defs] == ["orders_with_rates_nightly_backfill"]
+        "orders_with_rates_staleness_sensor",
+        "customers_landing_sensor", "accounts_landing_sensor", "customer_accounts_microbatch_sensor",
+        "customer_accounts_staleness_sensor", "accounts_per_country_microbatch_sensor",
+        "order_events_landing_sensor", "deliveries_landing_sensor",
+        "orders_with_deliveries_microbatch_sensor", "orders_with_deliveries_staleness_sensor"}
+    assert sorted(s.name for s in repo.schedule_defs) == [
+        "customer_accounts_nightly_backfill", "orders_with_deliveries_nightly_backfill",
+        "orders_with_rates_nightly_backfill"]
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"orders", "rates", "orders_with_rates", "orders_landing", "rates_landing",
-                    "orders_with_rates_quarantine", "orders_with_rates_grace_buffer"}
+    joins = {"orders_with_rates", "customer_accounts", "accounts_per_country", "orders_with_deliveries"}
+    sources = {"orders", "rates", "customers", "accounts", "order_events", "deliveries"}
+    assert keys == {*joins, *sources, *(f"{s}_landing" for s in sources),
+                    *(f"{j}_quarantine" for j in joins), "orders_with_rates_grace_buffer"}
     # The landing folders feed the tables; quarantine and buffer are observed, not materialized.
     assert graph.get(dg.AssetKey("orders")).parent_keys == {dg.AssetKey("orders_landing")}
     assert graph.get(dg.AssetKey("orders_with_rates_quarantine")).is_observable
-    checks = {k.name for k in graph.asset_check_keys}
-    assert checks == {"backfill_agrees_with_stream", "no_duplicate_output_rows", "quarantine_below_threshold"}
+    checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    standard = {"backfill_agrees_with_stream", "no_duplicate_output_rows", "quarantine_below_threshold"}
+    assert {name for asset, name in checks if asset == "orders_with_rates"} == standard
+    assert {name for asset, name in checks if asset == "orders_with_deliveries"} == standard
+    assert {name for asset, name in checks if asset == "customer_accounts"} == standard | {
+        "latest_equals_temporal_history"}
+    assert {name for asset, name in checks if asset == "accounts_per_country"} == {
+        "no_duplicate_output_rows", "quarantine_below_threshold"}
+    # The count reads the join's output: the join asset is its upstream in the lineage.
+    assert graph.get(dg.AssetKey("accounts_per_country")).parent_keys == {dg.AssetKey("customer_accounts")}
 
 
 def test_workspace_loads_the_definitions_module() -> None:

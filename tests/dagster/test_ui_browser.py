@@ -30,6 +30,8 @@ CHROMIUM = os.environ.get("TJ_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 JOIN = "orders_with_rates"
+# The demo's second pipeline: the primary-key table-table join and the count on top of it.
+TABLE_JOIN, COUNT = "customer_accounts", "accounts_per_country"
 SCREENSHOTS = Path(os.environ.get("TJ_SCREENSHOT_DIR", "/tmp/tj-ui-screenshots"))
 
 
@@ -160,10 +162,10 @@ def test_lineage_and_join_asset_page(webserver: str) -> None:
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             page.goto(f"{webserver}/asset-groups", wait_until="domcontentloaded")
-            text = _text_after_load(page, ["Global asset lineage", JOIN, "orders", "rates"],
-                                    absent=("Loading",))
+            lineage = [JOIN, "orders", "rates", TABLE_JOIN, "customers", "accounts", COUNT]
+            text = _text_after_load(page, ["Global asset lineage", *lineage], absent=("Loading",))
             page.screenshot(path=str(SCREENSHOTS / "lineage.png"))
-            for asset in (JOIN, "orders", "rates"):
+            for asset in lineage:
                 assert asset in text, f"lineage does not show {asset}: {text[:1500]}"
             assert "Loading" not in text, "the lineage nodes never finished loading"
 
@@ -181,5 +183,22 @@ def test_lineage_and_join_asset_page(webserver: str) -> None:
             # Micro-batch and backfill materializations, per event-day partition.
             assert "2024-03-01" in text and "2024-03-02" in text, text[:3000]
             assert "rows_out" in text and "delta_version" in text, text[:3000]
+
+            # The table-table join: its latest materialization is the backfill of its temporal
+            # history; its micro-batches report updates in per side, results out, out-of-order
+            # updates ignored and expired ones, and the Delta version.
+            page.goto(f"{webserver}/assets/{TABLE_JOIN}", wait_until="domcontentloaded")
+            text = _text_after_load(page, ["Latest materialization", "rows_out", "delta_version"])
+            page.screenshot(path=str(SCREENSHOTS / "table_join_overview.png"), full_page=True)
+            for key in ("Latest materialization", "rows_out", "delta_version", "event_days_touched",
+                        "backfill"):
+                assert key in text, f"{key!r} not on the {TABLE_JOIN} page: {text[:3000]}"
+            page.goto(f"{webserver}/assets/{TABLE_JOIN}?view=events", wait_until="domcontentloaded")
+            wanted = ["rows_in_left", "rows_in_right", "out_of_order_ignored_left", "expired_right",
+                      "rows_out", "delta_version"]
+            text = _text_after_load(page, wanted)
+            page.screenshot(path=str(SCREENSHOTS / "table_join_events.png"), full_page=True)
+            for key in wanted:
+                assert key in text, f"{key!r} not in the {TABLE_JOIN} events: {text[:3000]}"
         finally:
             browser.close()

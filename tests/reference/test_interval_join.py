@@ -112,8 +112,12 @@ def test_walkthrough_verbatim_with_the_seeds_min_buffer_formula() -> None:
 
 
 def test_walkthrough_with_the_fault_tolerant_formula() -> None:
+    """Bounded columns (d.time, r.time) use min(lastReceived, wmState); o.time has no bound, so
+    it uses the minimum buffered o.time, as in the seed's walk-through (wm0(102), then wm0(103)
+    once the buffers are empty)."""
     p = IntervalJoinProcessor(spec(**JOIN2))
-    assert run(p, WALK) == [joined(L1, R1, 3), wm("d.time", 102, 5), wm("r.time", 101, 5)]
+    assert run(p, WALK) == [wm("o.time", 102, 2), joined(L1, R1, 3), wm("o.time", 103, 5),
+                            wm("d.time", 102, 5), wm("r.time", 101, 5)]
 
 
 def test_walkthrough_rule_1_nothing_removed_could_still_join() -> None:
@@ -236,6 +240,24 @@ def test_late_row_is_dropped_and_counted_equal_time_is_not_late() -> None:
     assert p.state.buffers["left"] == []
     run(p, [L({"id": "on_time", "time": 10})], 2)
     assert [e.row["id"] for e in p.state.buffers["left"]] == ["on_time"]
+
+
+def test_late_row_is_quarantined_with_the_reason_under_late_quarantine() -> None:
+    p = IntervalJoinProcessor(spec(BETWEEN, join="full", late="quarantine"))
+    run(p, [WL("time", 10)])
+    assert run(p, [L({"id": "late", "time": 9})], 1) == [
+        {"quarantined": {"side": "left", "row": {"id": "late", "time": 9}},
+         "reason": "late left row: l.time 9 is below its watermark 10", "after_input": 1}]
+    assert p.metrics["late_rows_quarantined"] == 1 and p.metrics["late_rows_dropped"] == 0
+    assert p.state.buffers["left"] == []
+
+
+def test_unbounded_column_output_watermark_follows_the_minimum_buffered_value() -> None:
+    p = IntervalJoinProcessor(spec(**JOIN2))
+    assert run(p, [WL("o.time", 50)]) == [wm("o.time", 50, 0)]  # nothing buffered
+    assert run(p, [L({"o.time": 60, "d.time": 60}), WL("o.time", 70)], 1) == [wm("o.time", 60, 2)]
+    # The row leaves only when the r.time watermark evicts it: then o.time catches up.
+    assert run(p, [WR("r.time", 100)], 3) == [wm("o.time", 70, 3)]  # r.time: no d.time wm yet
 
 
 def test_out_of_bounds_outer_row_is_null_padded_at_once_when_unmatched() -> None:
@@ -642,9 +664,9 @@ class _EvictsAtTheBound(IntervalJoinProcessor):
 class _LateAtTheWatermark(IntervalJoinProcessor):
     """Mutant: treats a row at the watermark as late."""
 
-    def _is_late(self, side: Any, row: Any) -> bool:
-        return any(row[c.name] <= self.state.last_received[c]
-                   for c in self._time_columns(side) if c in self.state.last_received)
+    def _late_column(self, side: Any, row: Any) -> Any:
+        return next((c for c in self._time_columns(side) if c in self.state.last_received
+                     and row[c.name] <= self.state.last_received[c]), None)
 
 
 @pytest.mark.parametrize("mutant", [_EvictsAtTheBound, _LateAtTheWatermark])

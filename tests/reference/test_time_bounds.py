@@ -167,7 +167,12 @@ ERROR_CASES: list[tuple[str, list[str], list[str], str]] = [
      "non-constant bound"),
     ("d.time BETWEEN o.time AND o.time + o.deadline", ["o.time", "o.deadline"], ["d.time"],
      "how long left rows are buffered"),
-    ("l.time >= r.time * r.k AND r.time >= l.time", ["time"], ["time", "k"], "is not linear"),
+    ("l.time >= r.time * r.k AND r.time >= l.time", ["time"], ["time", "k"],
+     "is not a constant bound: its offset multiplies"),
+    # A function in the offset: the message says the bound is not a constant (not only that
+    # the function is unsupported).
+    ("d.time BETWEEN o.time AND o.time + ABS(o.deadline)", ["o.time", "o.deadline"], ["d.time"],
+     "is not a constant bound: its offset holds ABS(o.deadline), a function of a column"),
     ("l.time >= 2 * r.time AND r.time >= l.time", T, T, "is not of the form"),
     ("l.time = r.time AND l.nope = 1", T, T, "unknown column l.nope"),
     ("time = 1", T, T, "column time is ambiguous"),

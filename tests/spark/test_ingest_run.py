@@ -262,3 +262,18 @@ def test_a_table_from_before_the_property_adopts_the_configured_retention(spark:
     run_ingest(spark, src)
     assert read_history_retention(src.table) == 7_000
     assert stored(spark, src) == [("a", 900, 1), ("b", 1_000, 2)]
+
+
+def test_a_changelog_source_keeps_every_update_with_its_tombstone_flag(spark: Any, tmp_path: Path) -> None:
+    """Kind `changelog` (the inputs of the table-table join, filter and aggregate): every row in
+    arrival order, out-of-order and deleting rows included, each with its tombstone flag; no
+    versioning rule is applied at ingest (the operator applies its own)."""
+    src = source(tmp_path, kind="changelog")
+    land_jsonl(tmp_path / "landing", "001.jsonl", ("a", 5, 1), ("a", 1, 2), '{"k": "a", "ts": 9, "v": null}')
+    land_jsonl(tmp_path / "landing", "002.jsonl", ("b", 0, 3))
+    [summary] = run_ingest(spark, src)
+    assert (summary.stored, summary.expired, summary.quarantined) == (4, 0, 0)
+    rows = read_delta(spark, src.table).orderBy("_seq").collect()
+    assert [(r["k"], r["ts"], r["v"], r["tombstone"]) for r in rows] == \
+        [("a", 5, 1, False), ("a", 1, 2, False), ("a", 9, None, True), ("b", 0, 3, False)]
+    assert len({r["_seq"] for r in rows}) == 4

@@ -55,13 +55,15 @@ def test_user_tables_as_stream_and_versioned_table(spark: Any, tmp_path: Path) -
     lake.write_delta(_orders(spark, [("EUR", "o3", 30.0, 8), ("EUR", "o4", 40.0, 6)]), orders)
     second = run_microbatch(spark, SPEC, paths, stream_source=stream, table_source=table, columns=COLS)
     assert second.rows_out == 2 and second.rows_in_table == 1
-    rows = lake.read_delta(spark, paths.output).orderBy("_seq").collect()
+    rows = lake.read_delta(spark, paths.output).orderBy("order").collect()
     got = [(r["order"], r["table_rate"], r["ts"] - int(T0.timestamp() * 1000)) for r in rows]
     assert got == [("o1", 1.0, 300_000), ("o2", 2.0, 360_000), ("o3", 1.5, 480_000),
                    ("o4", 1.0, 360_000)]
-    # Arrival is the commit order: version, file, row; o3/o4 come after o1/o2.
-    seqs = [r["_seq"] for r in rows]
-    assert seqs == sorted(seqs) and seqs[2] >> 40 == 1
+    # Arrival is the commit order (version, file, row): o3 and o4 come after o1 and o2, and
+    # carry the version of their commit. (Within a commit, files are in the log's order.)
+    seq = {r["order"]: r["_seq"] for r in rows}
+    assert max(seq["o1"], seq["o2"]) < min(seq["o3"], seq["o4"])
+    assert {s >> 40 for s in seq.values()} == {0, 1}
     report = backfill(spark, SPEC, paths, stream_source=stream, table_source=table,
                       days=["2024-03-01"], columns=COLS)
     assert report.agrees and report.rows_in == 4

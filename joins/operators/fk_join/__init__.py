@@ -13,6 +13,7 @@ DEFINITION = OperatorDefinition(
     reference=FkJoinProcessor,
     batch_phase=batch_phase,
     compacts_output=True,
+    spark_replay="joins.operators.fk_join.spark_replay:spark_replay",
 )
 
 __all__ = ["DEFINITION"]

@@ -16,6 +16,7 @@ DEFINITION = OperatorDefinition(
     # Both inputs are streams: arrival order is the only order, also inside a micro-batch.
     batch_phase=lambda _record: 0,
     compacts_output=False,
+    spark_replay="joins.operators.interval_join.spark_replay:spark_replay",
 )
 
 __all__ = [

@@ -7,10 +7,14 @@ On a watermark of key K (seed 003, "Algorithm" step 5):
   4. an evicted row of an outer side that never joined is emitted null-padded;
   5-6. each key's output watermark is min(last received, lower bound) - the fault-tolerant
      formula at the end of seed 003, which depends only on received watermarks, never on what
-     happens to be buffered - emitted only when it increases.
+     happens to be buffered - emitted only when it increases. A watermarked column that no
+     bound relates to the other input (o.time on seed 003's join2) has no lower bound; it uses
+     min(last received, minimum buffered value) so that a downstream join on it still advances
+     (`JoinState.output_watermark`).
 On a row (step 6):
-  1. late (a time column below the last received watermark of that column): dropped, counted in
-     `metrics["late_rows_dropped"]`;
+  1. late (a time column below the last received watermark of that column): with `late: drop`
+     (seed 003) dropped and counted in `metrics["late_rows_dropped"]`; with `late: quarantine`
+     emitted as `{"quarantined": {"side", "row"}, "reason"}` (`late_rows_quarantined`);
   then (seed 003, "Join conditions involving only one input") a row failing its side's one-input
   conjuncts is never buffered, and is emitted null-padded at once if its side is outer;
   2. out of bounds per wmState (a time column below its lower bound): joined with the opposite
@@ -38,6 +42,7 @@ from joins.operators.interval_join.spec import (
     OPERATOR,
     IntervalJoinRecord,
     IntervalJoinSpec,
+    late_reason,
 )
 from joins.operators.interval_join.state import (
     SNAPSHOT_VERSION,
@@ -45,8 +50,15 @@ from joins.operators.interval_join.state import (
     JoinState,
     check_snapshot_version,
 )
+from joins.operators.interval_join.validate import SOURCE, validate_row, watermark_column
 from joins.spec import parse_spec
-from joins.sql import SIDES, ColumnRef, EvaluationError, Predicate, Side
+from joins.sql import (
+    SIDES,
+    ColumnRef,
+    EvaluationError,
+    Predicate,
+    Side,
+)
 from joins.sql.columns import other_side
 
 WatermarkPolicy = Literal["wm_state", "min_buffer"]
@@ -56,6 +68,7 @@ COUNTERS: tuple[str, ...] = (
     "rows_received",
     "watermarks_received",
     "late_rows_dropped",
+    "late_rows_quarantined",
     "stale_watermarks_ignored",
     "rows_filtered",
     "rows_out_of_bounds",
@@ -66,7 +79,6 @@ COUNTERS: tuple[str, ...] = (
     "watermarks_emitted",
 )
 
-SOURCE = f"{OPERATOR} input"
 
 
 def _joined(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> Item:
@@ -132,32 +144,14 @@ class IntervalJoinProcessor:
         return self.schema.ordered(c for c in self.state.watermarked if c.side == side)
 
     def _validate_row(self, side: Side, row: Mapping[str, Any], index: int) -> None:
-        columns = self.schema.columns(side)
-        for key in row:
-            if key not in columns:
-                raise InputRecordError(f"unknown column of the {side} input ({side}_columns: "
-                                       f"{list(columns)})", index=index, field=f"row.{key}",
-                                       record=row, source=SOURCE)
-        for ref in self._time_columns(side):
-            if ref.name not in row:
-                raise InputRecordError(f"missing time column: every {side} row needs an integer "
-                                       f"(milliseconds) here ({self._why_time_column(ref)})",
-                                       index=index, field=f"row.{ref.name}", record=row, source=SOURCE)
-            value = row[ref.name]
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise InputRecordError(f"time column must be an integer (milliseconds), got {value!r} "
-                                       f"({self._why_time_column(ref)})",
-                                       index=index, field=f"row.{ref.name}", record=row, source=SOURCE)
+        validate_row(self.plan, self.state.watermarked, side, row, index)
 
-    def _why_time_column(self, ref: ColumnRef) -> str:
-        for bound in self.plan.bounds:
-            if ref in (bound.bounded, bound.reference):
-                return f"it is in the time bound `{bound.source}`"
-        return "a watermark of this column was received"
-
-    def _is_late(self, side: Side, row: Mapping[str, Any]) -> bool:
-        return any(row[c.name] < self.state.last_received[c]
-                   for c in self._time_columns(side) if c in self.state.last_received)
+    def _late_column(self, side: Side, row: Mapping[str, Any]) -> ColumnRef | None:
+        """The first time column (config order) below its last received watermark, if any."""
+        for c in self._time_columns(side):
+            if c in self.state.last_received and row[c.name] < self.state.last_received[c]:
+                return c
+        return None
 
     def _out_of_bounds(self, side: Side, row: Mapping[str, Any]) -> bool:
         for column in self._time_columns(side):
@@ -190,7 +184,13 @@ class IntervalJoinProcessor:
     def _on_row(self, side: Side, row: Mapping[str, Any], index: int) -> list[Item]:
         self._validate_row(side, row, index)
         self._counts["rows_received"] += 1
-        if self._is_late(side, row):
+        late = self._late_column(side, row)
+        if late is not None:
+            if self.spec.late == "quarantine":
+                self._counts["late_rows_quarantined"] += 1
+                reason = late_reason(side, self.schema.watermark_name(late), row[late.name],
+                                     self.state.last_received[late])
+                return [{"quarantined": {"side": side, "row": dict(row)}, "reason": reason}]
             self._counts["late_rows_dropped"] += 1
             return []
         outer = side in self.spec.outer_sides
@@ -224,22 +224,12 @@ class IntervalJoinProcessor:
     # -- watermarks ------------------------------------------------------------------------------
 
     def _on_watermark(self, side: Side, name: str, ts: int, index: int) -> list[Item]:
-        column = self.schema.watermark_column(side, name)
-        if column is None:
-            raise InputRecordError(f"unknown column of the {side} input ({side}_columns: "
-                                   f"{list(self.schema.columns(side))})",
-                                   index=index, field=f"watermark.{name}", source=SOURCE)
+        column = watermark_column(self.schema, side, name, index)
         self._counts["watermarks_received"] += 1
-        self.state.watermarked.add(column)
-        last = self.state.last_received.get(column)
-        if last is not None and ts <= last:
+        if not self.state.receive_watermark(self.plan, column, ts):
             self._counts["stale_watermarks_ignored"] += 1
             return []
-        self.state.last_received[column] = ts
-        targets = self.plan.postpone_times.get(column, ())
-        for bounded, postpone_ms in targets:
-            self.state.wm_state[bounded][column] = ts - postpone_ms
-        out = self._evict() if targets else []
+        out = self._evict() if self.plan.postpone_times.get(column) else []
         return out + self._emit_watermarks()
 
     def _evict(self) -> list[Item]:
@@ -260,28 +250,28 @@ class IntervalJoinProcessor:
             self.state.buffers[side] = kept
         return out
 
-    def _output_watermark(self, column: ColumnRef) -> int | None:
-        received = self.state.last_received.get(column)
-        if received is None:
-            return None
-        if self.output_watermarks == "wm_state":
-            floor = self.state.lower_bound(column)
-            return None if floor is None else min(received, floor)
-        buffered = [e.row[column.name] for e in self.state.buffers[column.side]
-                    if isinstance(e.row.get(column.name), int)]
-        return min([received, *buffered])
+    def _min_buffered(self, column: ColumnRef) -> int | None:
+        values = [e.row[column.name] for e in self.state.buffers[column.side]
+                  if isinstance(e.row.get(column.name), int)]
+        return min(values) if values else None
 
     def _emit_watermarks(self) -> list[Item]:
-        out: list[Item] = []
-        for column in self.schema.ordered(self.state.watermarked):
-            value = self._output_watermark(column)
-            emitted = self.state.last_emitted.get(column)
-            if value is None or (emitted is not None and value <= emitted):
-                continue
-            self.state.last_emitted[column] = value
-            self._counts["watermarks_emitted"] += 1
-            out.append({"watermark": {self.schema.watermark_name(column): value}})
-        return out
+        if self.output_watermarks == "wm_state":
+            emitted = self.state.emit_watermarks(self.schema, self._min_buffered)
+        else:
+            emitted = []
+            for column in self.schema.ordered(self.state.watermarked):
+                received = self.state.last_received.get(column)
+                if received is None:
+                    continue
+                buffered = self._min_buffered(column)
+                value = received if buffered is None else min(received, buffered)
+                last = self.state.last_emitted.get(column)
+                if last is None or value > last:
+                    self.state.last_emitted[column] = value
+                    emitted.append((column, value))
+        self._counts["watermarks_emitted"] += len(emitted)
+        return [{"watermark": {self.schema.watermark_name(c): v}} for c, v in emitted]
 
 
 def restore(snapshot: Mapping[str, Any]) -> IntervalJoinProcessor:

@@ -3,7 +3,9 @@ stream-to-stream join).
 
 Config: `join` (inner | left | right | full), `condition` (the SQL text of the ON clause),
 `left_columns` / `right_columns` (the row keys of each input; a name may be qualified, `"o.time"`,
-see `joins.sql.columns`), `max_buffered_rows` (optional cap on the rows held in both buffers).
+see `joins.sql.columns`), `max_buffered_rows` (optional cap on the rows held in both buffers),
+`late` (`drop`, seed 003's behaviour: counted; or `quarantine`: emitted as a quarantine item with
+the reason, `LATE_REASON`).
 
 A join's output feeding another join keeps its column names: seed 003's join2 reads join1's rows
 `{"l": {"o.time": ..}, "r": {"d.time": ..}}` merged into one left row, so its `left_columns` are
@@ -33,6 +35,15 @@ from joins.sql.columns import validate_column_list
 OPERATOR = "interval_join"
 
 JoinType = Literal["inner", "left", "right", "full"]
+LatePolicy = Literal["drop", "quarantine"]
+
+# The reason of a quarantined late row, one wording for every engine (the Spark engine fills the
+# same template with `format_string`).
+LATE_REASON = "late {side} row: {column} {value} is below its watermark {watermark}"
+
+
+def late_reason(side: str, column: str, value: int, watermark: int) -> str:
+    return LATE_REASON.format(side=side, column=column, value=value, watermark=watermark)
 
 # Which sides get a null-padded row when they find no match.
 OUTER_SIDES: dict[str, frozenset[Side]] = {
@@ -51,6 +62,7 @@ class IntervalJoinSpec(Spec):
     left_columns: tuple[StrictStr, ...]
     right_columns: tuple[StrictStr, ...]
     max_buffered_rows: StrictInt | None = Field(default=None, ge=1)
+    late: LatePolicy = "drop"
 
     @field_validator("left_columns", "right_columns")
     @classmethod

@@ -4,7 +4,7 @@ watermarks and wmState, and their snapshot as plain JSON-able data."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,58 @@ class JoinState:
         None is -inf (no watermark of a related column yet, or no bound on this column)."""
         inner = self.wm_state.get(column)
         return max(inner.values()) if inner else None
+
+    def bounded(self, column: ColumnRef) -> bool:
+        """Is `column` the bounded side of some time bound (an output key of wmState)?"""
+        return column in self.wm_state
+
+    def receive_watermark(self, plan: JoinConditionPlan, column: ColumnRef, ts: int) -> bool:
+        """Seed 003, algorithm step 5.1: a watermark of `column`. False (nothing changes but the
+        column becoming watermarked) when it does not advance the column's last received one;
+        else wmState of every output key it bounds is set to ts - postpone time."""
+        self.watermarked.add(column)
+        last = self.last_received.get(column)
+        if last is not None and ts <= last:
+            return False
+        self.last_received[column] = ts
+        for bounded, postpone_ms in plan.postpone_times.get(column, ()):
+            self.wm_state[bounded][column] = ts - postpone_ms
+        return True
+
+    def output_watermark(self, column: ColumnRef, min_buffered: int | None) -> int | None:
+        """What the output watermark of `column` may be now (None: nothing yet).
+
+        A bounded column uses the fault-tolerant formula of seed 003, min(last received,
+        wmState): it depends only on received watermarks, so a restart emits the same. A column
+        that no bound relates to the other input (o.time on join2's left input) has no wmState
+        at all, so that formula would never let it advance and a downstream join on it would
+        stall: it uses the formula of seed 003's algorithm section instead, min(last received,
+        minimum buffered value) (`min_buffered`: None for an empty buffer). Our buffers are
+        restored exactly, so that is deterministic across restarts too.
+        """
+        received = self.last_received.get(column)
+        if received is None:
+            return None
+        if self.bounded(column):
+            floor = self.lower_bound(column)
+            return None if floor is None else min(received, floor)
+        return received if min_buffered is None else min(received, min_buffered)
+
+    def emit_watermarks(self, schema: Schema,
+                        min_buffered: Callable[[ColumnRef], int | None],
+                        ) -> list[tuple[ColumnRef, int]]:
+        """Step 5.6: the output watermarks that increase, in schema order (recorded as emitted).
+        `min_buffered(column)` is only asked for columns without a bound."""
+        out: list[tuple[ColumnRef, int]] = []
+        for column in schema.ordered(self.watermarked):
+            value = self.output_watermark(
+                column, None if self.bounded(column) else min_buffered(column))
+            emitted = self.last_emitted.get(column)
+            if value is None or (emitted is not None and value <= emitted):
+                continue
+            self.last_emitted[column] = value
+            out.append((column, value))
+        return out
 
     def buffered(self) -> int:
         return sum(len(rows) for rows in self.buffers.values())

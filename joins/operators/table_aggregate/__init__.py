@@ -12,6 +12,7 @@ DEFINITION = OperatorDefinition(
     # One input table: arrival order is the only order inside a micro-batch.
     batch_phase=lambda _record: 0,
     compacts_output=True,
+    spark_replay="joins.operators.table_aggregate.spark_replay:spark_replay",
 )
 
 __all__ = ["DEFINITION"]

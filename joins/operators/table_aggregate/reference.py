@@ -32,7 +32,12 @@ The rules, exactly as this processor applies them:
   any other JSON value in its canonical JSON spelling. The aggregate is computed from the members
   rather than kept as a running total, so a float sum does not drift with the update history and
   equals a from-scratch aggregation of the current input table.
-- A non-tombstone value must yield a group key (present, not null, not an array) and, for sum, a
+- A value whose group key is null (or absent: a missing field reads as null, as a mapper
+  reading a JSON field would) joins no group: the key leaves its old group as on a tombstone,
+  and the record is counted (`null_group_key_skipped`). Kafka's KTableRepartitionMap does the
+  same ("if the selected repartition key or value is null, skip": the old pair is still
+  subtracted), and a record with a null group key never stops the processor.
+- Otherwise a non-tombstone value must yield a group key that is not an array and, for sum, a
   number at `field` (for concat with a field, a present field); anything else raises an
   InputRecordError naming the record and the field, before any state changes.
 """
@@ -53,6 +58,7 @@ from joins.operators.table_filter.spec import TableRecord
 METRIC_NAMES: tuple[str, ...] = (
     "out_of_order_ignored",     # versioned: older than the key's latest ts, not aggregated
     "expired",                  # versioned: refused by the store (beyond history retention)
+    "null_group_key_skipped",   # the value's group key is null or absent: in no group
 )
 
 # Sort key of an input key: (rank, value, canonical JSON), so that numbers and strings never meet.
@@ -109,14 +115,15 @@ class TableAggregateProcessor:
         return InputRecordError(message, index=record.i, field=where, record=record.model_dump(),
                                 source=f"{OPERATOR} input")
 
-    def _place(self, record: TableRecord) -> tuple[Any, Any]:
-        """(group key, contribution) of a non-tombstone value, or an InputRecordError."""
+    def _place(self, record: TableRecord) -> tuple[Any, Any] | None:
+        """(group key, contribution) of a non-tombstone value, None when its group key is
+        null or absent (in no group), or an InputRecordError."""
         value = record.value
         path = self.spec.group_path
         group_key = read_path(value, path)
-        if group_key is MISSING:
-            raise self._bad(record, path, f"has no group_by field {path!r} to group on")
-        if group_key is None or isinstance(group_key, list):
+        if group_key is MISSING or group_key is None:
+            return None
+        if isinstance(group_key, list):
             raise self._bad(record, path, "a group key must be a JSON scalar or object, got "
                             f"{canonical_json(group_key)}")
         aggregate = self.spec.aggregate
@@ -153,6 +160,8 @@ class TableAggregateProcessor:
         if put.outcome == "out_of_order":
             self.metrics["out_of_order_ignored"] += 1
             return []
+        if record.value is not None and placement is None:
+            self.metrics["null_group_key_skipped"] += 1
         member_id = key_id(record.key)
         touched: list[KeyId] = []
         old_group_id = self._member_of.pop(member_id, None)

@@ -12,6 +12,7 @@ DEFINITION = OperatorDefinition(
     # Both sides are tables: each side's updates are applied in arrival order, interleaved.
     batch_phase=lambda _record: 0,
     compacts_output=True,
+    spark_replay="joins.operators.table_table_join.spark_replay:spark_replay",
 )
 
 __all__ = ["DEFINITION"]

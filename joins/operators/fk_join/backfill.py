@@ -1,0 +1,151 @@
+"""Backfills and the latest-versus-history check of the foreign-key join.
+
+- **Backfill** (`backfill`): recompute the temporal history (`spark_batch.py`) from both
+  changelogs as the micro-batches have consumed them (the versions of the last completed
+  batch: a backfill never runs ahead of the micro-batches) and replace exactly the given event
+  days (days of `valid_from`) of the join's `history` table in one version-guarded commit
+  (`joins.incremental.run_backfill`, under the join's writer lease). The micro-batch output,
+  the join's changelog, is never touched: it says what was emitted when; the history says what
+  held when (the table-table join does the same).
+- **Check** (`latest_agreement`): the incremental join's current result per left key (its
+  `lhs` state joined with its `rhs` state by foreign key) against the temporal history at the
+  join's stream time, every key compared in Spark, only counts collected. With both sides
+  versioned they are equal unless an update arrived beyond history retention; an unversioned
+  side takes the last arrival, the history the latest ts, so out-of-order updates there differ
+  by design.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from joins import lake
+from joins.changelog.keyed import STATE_BATCH, latest_per_key
+from joins.incremental import BatchLog, BatchStateError, JoinRoot, Source
+from joins.incremental.backfill import BackfillContext, BackfillResult, BackfillRows, count_if, run_backfill
+from joins.operators.fk_join.columns import (
+    APP,
+    HISTORY,
+    LHS,
+    RHS,
+    S_FK,
+    S_PRESENT,
+    SIDES,
+    FkColumns,
+    has,
+)
+from joins.operators.fk_join.spark_batch import temporal_history
+from joins.operators.fk_join.spark_incremental import FkJoinStep, stream_time_key
+from joins.operators.table_table_join.backfill import Agreement
+from joins.operators.table_table_join.columns import EVENT_DATE, VALID_FROM, VALID_TO
+from joins.operators.table_table_join.history import as_of
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from joins.operators.fk_join.spec import FkJoinSpec
+
+
+@dataclass
+class HistoryForm:
+    """The batch form: the temporal history rows of some event days."""
+
+    step: FkJoinStep
+    target: str = HISTORY
+
+    def backfill_rows(self, ctx: BackfillContext, days: list[dt.date]) -> BackfillRows:
+        from pyspark.sql import functions as F
+
+        versions = {side: ctx.consumed(side) for side in SIDES}
+        counts: dict[str, Any] = {f"{side}_version": v for side, v in versions.items()}
+        if any(v is None for v in versions.values()):
+            return BackfillRows(None, counts=counts)  # no micro-batch yet: nothing to agree with
+        changelogs = {side: ctx.sources[side].snapshot(ctx.spark, v)  # type: ignore[arg-type]
+                      for side, v in versions.items()}
+        cols = self.step.cols
+        history = temporal_history(changelogs["left"], changelogs["right"], self.step.spec, cols)
+        return BackfillRows(history.where(F.col(EVENT_DATE).isin(days)),
+                            identity=(cols.key, VALID_FROM), compared=compared(cols),
+                            counts=counts)
+
+
+def compared(cols: FkColumns) -> tuple[str, ...]:
+    return (*cols.out_values("left"), *cols.out_values("right"), has("left"), has("right"),
+            VALID_TO)
+
+
+def backfill(spark: SparkSession, spec: FkJoinSpec, root: str, *, left_source: str | Source,
+             right_source: str | Source, days: Sequence[str | dt.date],
+             columns: FkColumns | None = None, dry_run: bool = False) -> BackfillResult:
+    """Recompute the temporal history of `days` and replace those days of `<root>/history`
+    in one commit (`dry_run`: only report what would change)."""
+    step = FkJoinStep(spec, columns or FkColumns())
+    return run_backfill(spark, step, HistoryForm(step), root,
+                        {"left": left_source, "right": right_source}, days, dry_run=dry_run)
+
+
+def current_results(lhs: DataFrame, rhs: DataFrame, spec: FkJoinSpec, cols: FkColumns) -> DataFrame:
+    """The join's current result per left key from its state logs: key, value columns,
+    has_left, has_right (keys without a result left out)."""
+    from pyspark.sql import functions as F
+
+    left = latest_per_key(lhs, cols.key).where(F.col(S_PRESENT))
+    right = latest_per_key(rhs, cols.right.key).where(F.col(S_PRESENT)).select(
+        F.col(cols.right.key).alias("_rk"),
+        *(F.col(v).alias(f"_r_{v}") for v in cols.right_values))
+    joined = left.join(right, F.col(S_FK) == F.col("_rk"), "inner" if spec.join == "inner" else "left")
+    holds = F.col("_rk").isNotNull()
+    return joined.select(
+        F.col(cols.key), *(F.col(v).alias(cols.out("left", v)) for v in cols.left_values),
+        *(F.when(holds, F.col(f"_r_{v}")).alias(cols.out("right", v)) for v in cols.right_values),
+        F.lit(True).alias(has("left")), holds.alias(has("right")))
+
+
+def latest_agreement(spark: SparkSession, spec: FkJoinSpec, root: str, *,
+                     left_source: str | Source, right_source: str | Source,
+                     columns: FkColumns | None = None, wait_s: float = 60.0) -> Agreement:
+    """Compare, under the join's lease (no micro-batch runs meanwhile), the current results
+    with the temporal history at the join's stream time."""
+    from pyspark.sql import functions as F
+
+    cols = columns or FkColumns()
+    jr = JoinRoot(root)
+    with lake.Lease(jr.lease, purpose=f"{APP} latest-versus-history check").held(wait_s=wait_s):
+        tail = BatchLog(jr.checkpoints, APP).tail()
+        if tail.pending is not None:
+            raise BatchStateError(f"{APP}: micro-batch {tail.pending.batch_id} under {root} is "
+                                  f"planned but not completed; run it before the check")
+        done = tail.last_done
+        times = [] if done is None else [t for s in SIDES
+                                         if (t := done.carry.get(stream_time_key(s))) is not None]
+        states = {t: lake.delta_version(jr.state(t)) for t in (LHS, RHS)}
+        if done is None or not times or states[LHS] is None:
+            return Agreement(None, None if done is None else done.batch_id)
+        t = max(times)
+        sources = {s: Source(p) if isinstance(p, str) else p
+                   for s, p in (("left", left_source), ("right", right_source))}
+        logs = {s: sources[s].snapshot(spark, done.consumed[s]) for s in SIDES}
+        history = as_of(temporal_history(logs["left"], logs["right"], spec, cols), t)
+        lhs = lake.read_delta(spark, jr.state(LHS), version=states[LHS])
+        if states[RHS] is None:  # no right row yet: an empty right table of the input's types
+            rhs = logs["right"].where(F.lit(False)).select(
+                cols.right.key, *cols.right_values, F.lit(False).alias(S_PRESENT),
+                F.lit(0).cast("long").alias(STATE_BATCH))
+        else:
+            rhs = lake.read_delta(spark, jr.state(RHS), version=states[RHS])
+        cmp = [*cols.out_values("left"), *cols.out_values("right"), has("left"), has("right")]
+        mine = current_results(lhs, rhs, spec, cols).select(
+            F.col(cols.key).alias("_k"), F.struct(*cmp).alias("_inc"))
+        theirs = history.select(F.col(cols.key).alias("_k"), F.struct(*cmp).alias("_hist"))
+        both = mine.join(theirs, "_k", "full_outer")
+        inc, hist = F.col("_inc").isNotNull(), F.col("_hist").isNotNull()
+        row = both.agg(count_if(inc).alias("ni"), count_if(hist).alias("nh"),
+                       count_if(inc & ~hist).alias("oi"), count_if(hist & ~inc).alias("oh"),
+                       count_if(inc & hist & ~F.col("_inc").eqNullSafe(F.col("_hist"))).alias("d"),
+                       ).first()
+    assert row is not None
+    return Agreement(t, done.batch_id, int(row["ni"]), int(row["nh"]), int(row["oi"]),
+                     int(row["oh"]), int(row["d"]))

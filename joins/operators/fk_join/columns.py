@@ -1,0 +1,85 @@
+"""Column roles of the Spark foreign-key join: its two changelog inputs, its state tables and
+its output.
+
+Inputs are changelogs (`joins.changelog.ChangelogColumns`: key, value columns, `ts`,
+`tombstone`, `_seq` arrival order), as the `changelog` ingest writes them. The left input also
+holds the foreign key: a value column (`foreign_key`) of the right key's type, null for a null
+foreign key. (A replay lands a scenario's JSON values as text plus the foreign key extracted by
+`FkJoinSpec.extract_foreign_key`, as an ingest with a declared schema would.)
+
+Output, the join's changelog (the table-table join's shape): the left key, `left_<v>` and
+`right_<v>` per value column, `has_left` / `has_right`, `ts`, `tombstone` (the key's result no
+longer exists), `event_date`, `_batch_id`, `_emit_seq` (the arrival index of the update whose
+response emitted the row).
+
+State (append-only logs read as "latest per key", `joins.changelog.keyed`):
+
+    lhs            the left table: per left key its current value, `_fk`, `_hash` (of the
+                   value, what a subscription carries), `_ts`, `_present`, `_latest_ts`
+    rhs            the right table: per right key its current value, `_ts`, `_present`,
+                   `_latest_ts`
+    subscriptions  KIP-213's subscription store: (`_fk`, `_pk`) -> `_hash`, `_ts`, `_live`
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from joins.changelog import ChangelogColumns
+from joins.operators.table_table_join.columns import (
+    BATCH_ID,
+    EMIT_SEQ,
+    EVENT_DATE,
+    TOMBSTONE,
+    TS,
+    has,
+)
+
+OPERATOR = "fk_join (spark)"
+APP = "fk_join"
+LHS, RHS, SUBSCRIPTIONS = "lhs", "rhs", "subscriptions"
+HISTORY = "history"
+
+Side = Literal["left", "right"]
+SIDES: tuple[Side, Side] = ("left", "right")
+
+# Bookkeeping columns of the state tables (underscored: never a user's value column).
+S_TS, S_PRESENT, S_LATEST, S_FK, S_HASH = "_ts", "_present", "_latest_ts", "_fk", "_hash"
+S_PK, S_LIVE = "_pk", "_live"
+
+__all__ = ["BATCH_ID", "EMIT_SEQ", "EVENT_DATE", "TOMBSTONE", "TS", "FkColumns", "has"]
+
+
+@dataclass(frozen=True)
+class FkColumns:
+    """Which columns of each changelog are which role, and the foreign-key column of the left."""
+
+    left: ChangelogColumns = field(default_factory=ChangelogColumns)
+    right: ChangelogColumns = field(default_factory=ChangelogColumns)
+    left_values: tuple[str, ...] = ("value",)
+    right_values: tuple[str, ...] = ("value",)
+    foreign_key: str = "fk"
+
+    @property
+    def key(self) -> str:
+        """The key column of the output and of `lhs` (the left input's name for it)."""
+        return self.left.key
+
+    def changelog(self, side: Side) -> ChangelogColumns:
+        return self.left if side == "left" else self.right
+
+    def values(self, side: Side) -> tuple[str, ...]:
+        return self.left_values if side == "left" else self.right_values
+
+    def left_input_columns(self) -> list[str]:
+        """What the step reads of the left changelog (the FK may also be a value column)."""
+        cols = [*self.left.bookkeeping(), *self.left_values]
+        return cols if self.foreign_key in cols else [*cols, self.foreign_key]
+
+    def out(self, side: Side, column: str) -> str:
+        """A side's value column in the output (and the history)."""
+        return f"{side}_{column}"
+
+    def out_values(self, side: Side) -> list[str]:
+        return [self.out(side, c) for c in self.values(side)]

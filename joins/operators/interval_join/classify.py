@@ -1,0 +1,144 @@
+"""What the reference processor does with each new row of a batch, as Spark columns.
+
+A row at position p lies in segment s (the number of watermark records before it, see
+`timeline.py`) and sees that segment's watermarks. In the reference's order of checks it is:
+
+- `invalid`: a time column (in a bound, or watermarked) is null: quarantined with the reason
+  (the reference refuses such a record: it cannot tell where the row belongs in time);
+- `late`: a time column below its last received watermark: dropped and counted, or quarantined
+  (`late: quarantine`) with the reason `spec.LATE_REASON`;
+- `filtered`: its side's one-input conjuncts are not TRUE: never buffered, null-padded at once if
+  its side is outer;
+- `out_of_bounds`: a bounded column below its lower bound: joined with the opposite buffer, not
+  buffered (null-padded at once if outer and unmatched);
+- `buffered`: joined with the opposite buffer and buffered, until the first watermark record
+  that lifts a lower bound above one of its times evicts it (`_evict`: that record's index).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from joins.errors import ConfigError
+from joins.operators.interval_join.spec import LATE_REASON
+from joins.sql import ColumnRef, Side
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from joins.operators.interval_join.columns import JoinLayout
+    from joins.operators.interval_join.timeline import Timeline
+
+POS, BATCH, SEG, EVICT, USED0, CLASS, WHY = "_pos", "_batch", "_seg", "_evict", "_used0", "_class", "_why"
+INVALID, LATE, FILTERED, OOB, BUFFERED = "invalid", "late", "filtered", "out_of_bounds", "buffered"
+CLASSES = (INVALID, LATE, FILTERED, OOB, BUFFERED)
+
+
+def segment_of(positions: list[int]) -> Column:
+    """The segment of a row: how many watermark records come before its position."""
+    from pyspark.sql import functions as F
+
+    if not positions:
+        return F.lit(0).cast("long")
+    expr = F.when(F.col(POS) < F.lit(positions[0]), F.lit(0))
+    for s, pos in enumerate(positions[1:], start=1):
+        expr = expr.when(F.col(POS) < F.lit(pos), F.lit(s))
+    return expr.otherwise(F.lit(len(positions))).cast("long")
+
+
+def per_segment(values: list[int | None]) -> Column:
+    """A per-segment value (null where there is none yet) for the row's SEG."""
+    from pyspark.sql import functions as F
+
+    distinct = {v for v in values}
+    if len(distinct) == 1:
+        return F.lit(values[0]).cast("long")
+    expr = None
+    for s, value in enumerate(values):
+        if value is None:
+            continue
+        cond = F.col(SEG) == F.lit(s)
+        expr = F.when(cond, F.lit(value)) if expr is None else expr.when(cond, F.lit(value))
+    assert expr is not None
+    return expr.cast("long")
+
+
+def watched_columns(layout: JoinLayout, side: Side, timeline: Timeline) -> list[ColumnRef]:
+    """The columns of `side` that must hold a time: in a bound, or watermarked in the batch."""
+    schema = layout.spec.plan.schema
+    marked = {c for seg in timeline.segments for c in seg.watermarked if c.side == side}
+    columns = schema.ordered({*layout.time_columns(side), *marked})
+    for ref in columns:
+        if layout.sides[side].kinds.get(ref.name) != "long":
+            raise ConfigError(f"interval_join: {side} column {ref.name!r} holds watermarks or is "
+                              f"in a time bound, so it needs integer milliseconds (a long column)")
+    return columns
+
+
+def classify(rows: DataFrame, layout: JoinLayout, side: Side, timeline: Timeline) -> DataFrame:
+    """`rows` (output names, POS) with SEG, CLASS and WHY (the quarantine reason, if any)."""
+    from pyspark.sql import functions as F
+
+    schema = layout.spec.plan.schema
+    frame = rows.withColumn(SEG, segment_of(timeline.positions))
+    watched = watched_columns(layout, side, timeline)
+    bounded = set(layout.bounded_columns(side))
+    time_cols = set(layout.time_columns(side))
+    invalid, late, oob = [], [], []
+    for ref in watched:
+        col = F.col(layout.ref(ref))
+        received = per_segment([seg.received.get(ref) for seg in timeline.segments])
+        need = F.lit(True) if ref in time_cols else received.isNotNull()
+        name = schema.watermark_name(ref)
+        invalid.append((col.isNull() & need,
+                        F.lit(f"missing time column {name}: every {side} row needs an integer "
+                              f"(milliseconds) there")))
+        template = LATE_REASON.format(side=side, column=name.replace("%", "%%"), value="%d",
+                                      watermark="%d")
+        late.append((col < received, F.format_string(template, col, received)))
+        if ref in bounded:
+            oob.append(col < per_segment([seg.floors.get(ref) for seg in timeline.segments]))
+    flt = layout.filter(side)
+    klass = F.lit(BUFFERED)
+    why = F.lit(None).cast("string")
+    is_oob = F.lit(False)
+    for cond in oob:
+        is_oob = is_oob | F.coalesce(cond, F.lit(False))
+    klass = F.when(is_oob, F.lit(OOB)).otherwise(klass)
+    if flt is not None:
+        klass = F.when(~F.coalesce(flt, F.lit(False)), F.lit(FILTERED)).otherwise(klass)
+    for cond, reason in reversed(late):
+        hit = F.coalesce(cond, F.lit(False))
+        klass = F.when(hit, F.lit(LATE)).otherwise(klass)
+        why = F.when(hit, reason).otherwise(why)
+    for cond, reason in reversed(invalid):
+        klass = F.when(cond, F.lit(INVALID)).otherwise(klass)
+        why = F.when(cond, reason).otherwise(why)
+    return frame.withColumn(CLASS, klass).withColumn(WHY, why)
+
+
+def evict_index(layout: JoinLayout, side: Side, timeline: Timeline) -> Column:
+    """The index of the watermark record that evicts a buffered row of `side` (null: it stays):
+    the first one after which a lower bound exceeds one of the row's bounded times."""
+    from pyspark.sql import functions as F
+
+    bounded = layout.bounded_columns(side)
+    expr = None
+    for q, floors in timeline.evictions:
+        cond = F.lit(False)
+        for ref in bounded:
+            if ref in floors:
+                cond = cond | (F.col(layout.ref(ref)) < F.lit(floors[ref]))
+        expr = F.when(cond, F.lit(q)) if expr is None else expr.when(cond, F.lit(q))
+    return (F.lit(None) if expr is None else expr).cast("long")
+
+
+def live(layout: JoinLayout, side: Side, floors: dict[ColumnRef, int]) -> Column:
+    """Rows of `side` still buffered under these lower bounds (every bounded time at or above)."""
+    from pyspark.sql import functions as F
+
+    cond = F.lit(True)
+    for ref in layout.bounded_columns(side):
+        if ref in floors:
+            cond = cond & (F.col(layout.ref(ref)) >= F.lit(floors[ref]))
+    return cond

@@ -1,0 +1,117 @@
+"""The joined rows of a batch: each new row against the opposite buffer as the reference sees it.
+
+A pair (x, y) is emitted when the later of the two arrives, and only if the earlier one is in the
+buffer then: buffered (not out of bounds, filtered or late), arrived before it, and not evicted
+before it (its eviction record comes at or after the later row's segment). Rows of earlier
+batches come first in every buffer. So a batch's pairs are, for each side as the later one:
+its new buffered or out-of-bounds rows (A) against the opposite side's old buffer and new
+buffered rows (B), under the whole condition plus that visibility rule.
+
+A is the batch (small, broadcast and replicated into the time bins); B's old rows are read only
+where the bounds let them match the batch: the batch's min / max time (Delta statistics) minus
+or plus the postpone times. No shuffle of the buffer, whatever it holds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from joins.operators.interval_join.bins import TimeWindow, candidate_pairs
+from joins.operators.interval_join.classify import (
+    BATCH,
+    BUFFERED,
+    CLASS,
+    EVICT,
+    OOB,
+    POS,
+    SEG,
+)
+from joins.operators.interval_join.columns import SEQ, JoinLayout
+from joins.sql import ColumnRef, Side
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+LINEAGE = (SEQ, POS, BATCH, SEG, EVICT, CLASS)
+MIN_POS = -(1 << 63)
+# Where the reference emits a row: the position, then the phase at that position, then the
+# order inside the phase (the partner's buffer order, or the row's own).
+EMIT_POS, EMIT_PHASE, ORDER_BATCH, ORDER_POS, ORDER_SEQ = (
+    "_emit_pos", "_emit_phase", "_order_batch", "_order_pos", "_order_seq")
+SLOT, SUB = "_slot", "_sub"
+PHASE_AT_ARRIVAL, PHASE_JOINED, PHASE_OOB_PAD, PHASE_EVICTED, PHASE_WATERMARK = 0, 1, 2, 3, 5
+
+
+def lin(side: Side, name: str) -> str:
+    """A lineage column of one side inside a pair (`_seq` of the left row is `_l_seq`)."""
+    return f"_{side[0]}{name}"
+
+
+def prefixed(frame: DataFrame, layout: JoinLayout, side: Side) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return frame.select(*layout.sides[side].output_names(),
+                        *(F.col(c).alias(lin(side, c)) for c in LINEAGE))
+
+
+def old_rows(old: DataFrame, batch_evict: Column) -> DataFrame:
+    """Rows of an earlier batch as buffer rows of this one (before every new row)."""
+    from pyspark.sql import functions as F
+
+    return (old.withColumn(SEG, F.lit(-1).cast("long")).withColumn(CLASS, F.lit(BUFFERED))
+            .withColumn(EVICT, batch_evict).withColumn(POS, F.lit(MIN_POS).cast("long")))
+
+
+def narrowed(old: DataFrame, layout: JoinLayout, earlier: Side,
+             batch_min: dict[ColumnRef, int], batch_max: dict[ColumnRef, int]) -> DataFrame:
+    """Old rows of `earlier` that can match some row whose time columns lie within the batch's
+    [min, max] (every bound between a column of each side restricts them)."""
+    from pyspark.sql import functions as F
+
+    cond = F.lit(True)
+    for bound in layout.spec.plan.bounds:
+        if bound.bounded.side == earlier and bound.reference in batch_min:
+            # earlier >= later - p  =>  earlier >= min(later) - p
+            cond = cond & (F.col(layout.ref(bound.bounded)) >=
+                           F.lit(batch_min[bound.reference] - bound.postpone_ms))
+        elif bound.reference.side == earlier and bound.bounded in batch_max:
+            # later >= earlier - p  =>  earlier <= max(later) + p
+            cond = cond & (F.col(layout.ref(bound.reference)) <=
+                           F.lit(batch_max[bound.bounded] + bound.postpone_ms))
+    return old.where(cond)
+
+
+def batch_pairs(layout: JoinLayout, new: dict[Side, DataFrame], old: dict[Side, DataFrame | None],
+                window: TimeWindow | None, broadcast: bool, batch_id: int) -> DataFrame:
+    """Every pair the batch emits, with where it is emitted (EMIT_*, ORDER_*, SLOT)."""
+    from pyspark.sql import functions as F
+
+    condition = layout.condition()
+    keys = layout.join_keys()
+    parts = []
+    for later, earlier in (("left", "right"), ("right", "left")):
+        keep = [*layout.sides[earlier].output_names(), *LINEAGE]
+        a = new[later].where(F.col(CLASS).isin(BUFFERED, OOB))
+        b = new[earlier].where(F.col(CLASS) == BUFFERED).select(*keep)
+        if old[earlier] is not None:
+            b = old[earlier].select(*keep).unionByName(b)
+        ap, bp = prefixed(a, layout, later), prefixed(b, layout, earlier)
+        b_evict = F.col(lin(earlier, EVICT))
+        visible = ((F.col(lin(earlier, POS)) < F.col(lin(later, POS)))
+                   & (b_evict.isNull() | (b_evict >= F.col(lin(later, SEG)))))
+        left, right = (ap, bp) if later == "left" else (bp, ap)
+        pairs = candidate_pairs(left, right, keys=keys, window=window,
+                                condition=condition & visible, replicate=later,
+                                broadcast=later if broadcast else None)
+        parts.append(pairs.select(
+            *layout.output_columns(), F.col(lin("left", SEQ)), F.col(lin("right", SEQ)),
+            F.col(lin(later, POS)).alias(EMIT_POS), F.lit(PHASE_JOINED).alias(EMIT_PHASE),
+            F.col(lin(earlier, BATCH)).alias(ORDER_BATCH), F.col(lin(earlier, POS)).alias(ORDER_POS),
+            F.col(lin(earlier, SEQ)).alias(ORDER_SEQ),
+            (F.col(lin(later, SEG)) * F.lit(2)).alias(SLOT), F.lit(0).cast("long").alias(SUB),
+            # Which rows were buffered before this batch (their flags live in `used`).
+            (F.col(lin("left", BATCH)) < F.lit(batch_id)).alias(lin("left", "_old")),
+            (F.col(lin("right", BATCH)) < F.lit(batch_id)).alias(lin("right", "_old")),
+            F.col(lin("left", EVICT)), F.col(lin("right", EVICT))))
+    return parts[0].unionByName(parts[1])
+
