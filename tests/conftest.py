@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -18,5 +19,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 def spark():
     from joins.spark import SparkSettings, get_spark
 
-    session = get_spark(SparkSettings(shuffle_partitions=2, driver_memory="2g"))
+    # Local unless TJ_SPARK_MASTER / TJ_SPARK_REMOTE say otherwise: tests/cluster runs a subset
+    # of the suite so against a standalone master and a Spark Connect server.
+    settings = replace(SparkSettings.from_env(), shuffle_partitions=2, driver_memory="2g")
+    session = get_spark(settings)
     yield session

@@ -194,12 +194,29 @@ def run_sql(spark: SparkSession, views: dict[str, DataFrame], build: Callable[[d
     the cached plan inside it is still found and used."""
     from pyspark.sql import functions as F
 
+    from joins.spark.connect import is_connect
+
     names = {alias: f"{P}{alias}_{uuid.uuid4().hex}" for alias in views}
     tag = f"{P}view"
-    for alias, df in views.items():
-        df.withColumn(tag, F.lit(True)).drop(tag).createOrReplaceTempView(names[alias])
+    frames = {alias: df.withColumn(tag, F.lit(True)).drop(tag) for alias, df in views.items()}
+    if is_connect(spark):
+        return _run_sql_connect(spark, frames, build(names), names)
+    for alias, df in frames.items():
+        df.createOrReplaceTempView(names[alias])
     try:
         return spark.sql(build(names))
     finally:
         for name in names.values():
             spark.catalog.dropTempView(name)
+
+
+def _run_sql_connect(spark: SparkSession, views: dict[str, DataFrame], query: str,
+                     names: dict[str, str]) -> DataFrame:
+    """Spark Connect analyses a query when it runs, so a view dropped here would be gone by then:
+    the DataFrames travel with the query instead (spark.sql's keyword arguments, sent as plans;
+    the server makes them views for the analysis and drops them, hence the same wrapped frames)."""
+    # spark.sql formats the text with str.format: braces of the query itself are escaped.
+    text = query.replace("{", "{{").replace("}", "}}")
+    for alias, name in names.items():
+        text = text.replace(name, "{" + alias + "}")
+    return spark.sql(text, **views)

@@ -32,12 +32,21 @@ class PhaseClock:
 
 @contextmanager
 def job_group(spark: SparkSession, group: str, description: str) -> Iterator[None]:
-    """Run the block's Spark jobs under `group`, restoring the caller's group afterwards."""
-    try:
-        sc = spark.sparkContext
-    except Exception:  # Spark Connect has no SparkContext; job groups are a local-mode nicety
-        yield
+    """Run the block's Spark jobs under `group`, restoring the caller's group afterwards.
+
+    Spark Connect has no SparkContext (no job groups): there the jobs carry `group` as an
+    operation tag instead, which the server's UI shows with each job."""
+    from joins.spark.connect import is_connect
+
+    if is_connect(spark):
+        tag = group.replace(",", ";")  # a tag holds no comma
+        spark.addTag(tag)
+        try:
+            yield
+        finally:
+            spark.removeTag(tag)
         return
+    sc = spark.sparkContext
     prev_group = sc.getLocalProperty("spark.jobGroup.id")
     prev_desc = sc.getLocalProperty("spark.job.description")
     sc.setJobGroup(group, description)

@@ -169,7 +169,8 @@ def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: st
         # by other Delta readers; Delta writers use INT64 microseconds.
         spark.conf.set(_TIMESTAMP_CONF, "TIMESTAMP_MICROS")
     data = df.select(*[_guarded(c, plan) for c in plan.columns])
-    writer = data.write.mode("errorifexists").option(
+    # "error", not its synonym "errorifexists": the Spark Connect client knows only the former.
+    writer = data.write.mode("error").option(
         "mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     if plan.partition_by:
         writer = writer.partitionBy(*plan.partition_by)

@@ -57,6 +57,10 @@ class SparkSettings:
             # Delta readers expect microsecond timestamps; Spark's default INT96 is deprecated.
             "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         }
+        if self.remote is None:
+            # The demo's and the replay command's reports are their output: Spark's progress
+            # bars would interleave with them (a cluster's UI shows progress anyway).
+            conf["spark.ui.showConsoleProgress"] = "false"
         if self.remote is None and self.master.startswith("local"):
             conf.update({
                 "spark.ui.enabled": "false",
@@ -65,7 +69,6 @@ class SparkSettings:
                 "spark.driver.memory": self.driver_memory,
                 "spark.default.parallelism": str(max(2, os.cpu_count() or 2)),
                 "spark.sql.adaptive.enabled": "true",
-                "spark.ui.showConsoleProgress": "false",
             })
         conf.update(self.extra_conf)
         return conf

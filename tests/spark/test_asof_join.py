@@ -121,10 +121,15 @@ def run(spark: Any, stream: Sequence[StreamRow], table: Sequence[TableRow], key_
 
 # The JVM index needs a JDK to compile its helper; off CI a machine without one skips it visibly
 # (under CI it must run, so a missing JDK fails there instead of hiding the index's tests).
-INDEX_RUNS = jvm.jar_path() is not None or bool(os.environ.get("CI"))
+# A Spark Connect run (tests/cluster) has no JVM in the process: there the index is refused with
+# a clear error instead (tests/cluster/session_checks.py).
+CONNECT = bool(os.environ.get("TJ_SPARK_REMOTE"))
+INDEX_RUNS = not CONNECT and (jvm.jar_path() is not None or bool(os.environ.get("CI")))
+NO_INDEX = ("the JVM index needs a classic session and this run is Spark Connect" if CONNECT
+            else f"JVM helper unavailable: {jvm.unavailable_reason()}")
 RUNNABLE = ["index", "broadcast", "shuffle"] if INDEX_RUNS else ["broadcast", "shuffle"]
-STRATEGIES = [pytest.param("index", marks=pytest.mark.skipif(
-    not INDEX_RUNS, reason=f"JVM helper unavailable: {jvm.unavailable_reason()}")), "broadcast", "shuffle"]
+STRATEGIES = [pytest.param("index", marks=pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)),
+              "broadcast", "shuffle"]
 
 TABLE: list[TableRow] = [
     (1, 10, "a10", False),
@@ -303,7 +308,7 @@ def _root(df: Any) -> str:
     return str(df._jdf.queryExecution().analyzed().getClass().getSimpleName())
 
 
-@pytest.mark.skipif(not INDEX_RUNS, reason="JVM helper unavailable")
+@pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)
 def test_auto_picks_the_index_for_integer_keys_and_sql_otherwise(spark: Any, tmp_path: Any) -> None:
     sdf = spark.createDataFrame([(0, 1, 25, None)], STREAM_SCHEMA)
     # Read back from Parquet: Spark knows its size (it cannot tell for a local collection).
@@ -328,7 +333,7 @@ def test_auto_picks_the_index_for_integer_keys_and_sql_otherwise(spark: Any, tmp
         asof_join(s3, t3, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", strategy="index")
 
 
-@pytest.mark.skipif(not INDEX_RUNS, reason="JVM helper unavailable")
+@pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)
 def test_index_handles_extreme_and_sparse_keys(spark: Any) -> None:
     """Keys far apart (the hashed map) and at the ends of the long range (no overflow)."""
     lo, hi = -(2**63), 2**63 - 1
@@ -388,7 +393,7 @@ def test_buckets_of_a_key_spanning_the_long_range(spark: Any) -> None:
     assert buckets == sorted(buckets) and buckets[-1] == stats[1]["buckets"] - 1
 
 
-@pytest.mark.skipif(not INDEX_RUNS, reason="JVM helper unavailable")
+@pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)
 def test_hashed_keys_check_the_key_itself(spark: Any) -> None:
     """Hashed keys, driven through the JVM entry points with a forged hash column: a stream key
     that shares a table key's hash gets no answer, and two table keys sharing one are refused."""
@@ -497,10 +502,11 @@ def test_callers_cached_inputs_stay_cached(spark: Any, strategy: str) -> None:
     sdf = spark.createDataFrame([(0, 1, 25, None)], STREAM_SCHEMA).persist()
     tdf = spark.createDataFrame(TABLE, TABLE_SCHEMA).persist()
     sdf.count(), tdf.count()
-    cache = spark._jsparkSession.sharedState().cacheManager()
 
     def cached(df: Any) -> bool:
-        return bool(cache.lookupCachedData(df._jdf).isDefined())
+        # The cache manager's view of the plan (a Connect session asks the server).
+        level = df.storageLevel
+        return bool(level.useMemory or level.useDisk)
 
     try:
         assert cached(sdf) and cached(tdf)

@@ -123,7 +123,9 @@ def unavailable_reason(spark: SparkSession | None = None) -> str | None:
         return _reason
     if spark is None:
         return None
-    if not hasattr(spark, "_jvm") or getattr(spark, "_jvm", None) is None:
+    from joins.spark.connect import is_connect
+
+    if is_connect(spark):
         return "the session is Spark Connect (no JVM in this process)"
     if not _loaded(spark):
         return (f"class {PROBE_CLASS} is not on this session's classpath: the session was not built "
