@@ -40,7 +40,21 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.metadata import backfill_metadata, ingest_metadata, microbatch_metadata
+from assets.metadata import (
+    backfill_day_metadata,
+    backfill_metadata,
+    batch_metadata,
+    day_metadata,
+    ingest_metadata,
+    table_metadata,
+)
+from assets.observed import (
+    buffer_observation,
+    landing_key,
+    landing_observation,
+    observed_assets,
+    quarantine_observation,
+)
 from joins.pipeline import PipelineInput, PipelineLayout, PipelineSpec, parse_pipeline_spec
 from pipelines.partitions import event_day_partitions
 from resources import LakeResource, SparkResource
@@ -69,6 +83,7 @@ class PipelineAssets:
     inputs: dict[str, AssetsDefinition]   # input role -> its ingest asset
     join: AssetsDefinition
     microbatch_job: JobDefinition
+    observed: tuple[AssetsDefinition, ...] = ()   # landing folders, quarantine, grace buffer
 
     @property
     def join_key(self) -> AssetKey:
@@ -76,7 +91,7 @@ class PipelineAssets:
 
     @property
     def assets(self) -> list[AssetsDefinition]:
-        return [*self.inputs.values(), self.join]
+        return [*self.inputs.values(), self.join, *self.observed]
 
     def input_asset(self, role: str) -> AssetsDefinition:
         return self.inputs[role]
@@ -91,7 +106,7 @@ def microbatch_job_name(spec: PipelineSpec) -> str:
 
 
 def layout_of(lake: LakeResource, spec: PipelineSpec) -> PipelineLayout:
-    return PipelineLayout(lake.root_path(), spec)
+    return lake.layout(spec)
 
 
 def _ingest_asset(spec: PipelineSpec, item: PipelineInput) -> AssetsDefinition:
@@ -104,20 +119,23 @@ def _ingest_asset(spec: PipelineSpec, item: PipelineInput) -> AssetsDefinition:
                    f"({source.format} files, key {source.key_column!r}, event time {source.ts_column!r}).")
 
     @asset(name=source.name, group_name=spec.name, kinds=KINDS, description=description,
-           output_required=False,
+           output_required=False, deps=[landing_key(item)],
            metadata={"source_kind": what, "format": source.format,
                      "on_bad_record": source.on_bad_record})
     def _ingest(context: AssetExecutionContext, config: IngestConfig, spark: SparkResource,
-                lake: LakeResource) -> Iterator[MaterializeResult]:
+                lake: LakeResource) -> Iterator[MaterializeResult | AssetObservation]:
+        from joins import lake as delta
         from joins.ingest import run_ingest
 
         layout = layout_of(lake, spec)
+        session = spark.session_for(context)
         summaries = run_ingest(
-            spark.get_session(), layout.ingest_source(item), requested=config.files,
+            session, layout.ingest_source(item), requested=config.files,
             wait_s=config.wait_s,
             on_wait=lambda holder: context.log.info(
                 f"waiting up to {config.wait_s:.0f} s for another ingest of {source.name}: "
                 f"{holder.describe(int(time.time() * 1000))}"))
+        yield landing_observation(layout, item)
         if not summaries:
             # Nothing changed, so nothing is materialized (the join's sensor sees no new version).
             context.log.info(f"no new files in {layout.landing(source)}")
@@ -128,9 +146,14 @@ def _ingest_asset(spec: PipelineSpec, item: PipelineInput) -> AssetsDefinition:
                 f"{s.expired} expired + {s.quarantined} quarantined"
                 + (f" (files quarantined whole: {list(s.bad_files)})" if s.bad_files else "")
                 + (" (already committed)" if s.skipped else ""))
-        yield MaterializeResult(metadata=ingest_metadata(
-            summaries, table_path=layout.table(source), quarantine_path=layout.quarantine(source),
-            landing=layout.landing(source)))
+        if any(s.quarantined for s in summaries):
+            yield quarantine_observation(session, layout)
+        table = layout.table(source)
+        yield MaterializeResult(metadata={
+            **ingest_metadata(summaries, table_path=table, quarantine_path=layout.quarantine(source),
+                              landing=layout.landing(source)),
+            **table_metadata(delta.table_summary(table),
+                             delta.table_schema(table) if delta.table_exists(table) else None)})
 
     return _ingest
 
@@ -146,21 +169,30 @@ def _join_asset(spec: PipelineSpec, partitions_def: DailyPartitionsDefinition) -
            metadata=spec.settings())
     def _join(context: AssetExecutionContext, spark: SparkResource,
               lake: LakeResource) -> MaterializeResult:
+        from joins import lake as delta
+
         engine = spec.engine(layout_of(lake, spec))
         days = list(context.partition_keys)
         context.log.info(f"backfill of {len(days)} event day(s): {days[0]} .. {days[-1]}")
-        report = engine.backfill(spark.get_session(), days)
+        report = engine.backfill(spark.session_for(context), days)
         context.log.info(f"backfill: {report.rows_out} rows out; {report.rows_removed} removed, "
                          f"{report.rows_changed} changed, {report.rows_added} new")
-        return MaterializeResult(
-            metadata=backfill_metadata(report, output_path=engine.layout.output,
-                                       stream_time=engine.stream_time()),
-            tags={MODE_TAG: MODE_BACKFILL})
+        output = engine.layout.output
+        schema = delta.table_schema(output) if delta.table_exists(output) else None
+        # What the run did goes on every partition; each day's counts only on that day's.
+        context.add_asset_metadata({
+            **backfill_metadata(report, output_path=output, stream_time=engine.stream_time()),
+            **table_metadata(None, schema)})
+        for day in days:
+            if day in report.per_day:
+                context.add_asset_metadata(backfill_day_metadata(day, report.per_day[day]),
+                                           partition_key=day)
+        return MaterializeResult(tags={MODE_TAG: MODE_BACKFILL})
 
     return _join
 
 
-def _microbatch_job(spec: PipelineSpec, partitions_def: DailyPartitionsDefinition) -> JobDefinition:
+def _microbatch_job(spec: PipelineSpec) -> JobDefinition:
     join_key = AssetKey([spec.name])
 
     @op(name=f"{spec.name}_microbatch_step", out={}, tags={"kind": "spark"},
@@ -168,8 +200,13 @@ def _microbatch_job(spec: PipelineSpec, partitions_def: DailyPartitionsDefinitio
                     "of every event day it wrote to.")
     def _step(context: OpExecutionContext, spark: SparkResource,
               lake: LakeResource) -> Iterator[AssetMaterialization | AssetObservation]:
-        engine = spec.engine(layout_of(lake, spec))
-        r = engine.microbatch(spark.get_session())
+        from joins import lake as delta
+        from joins.pipeline import observe
+
+        layout = layout_of(lake, spec)
+        engine = spec.engine(layout)
+        session = spark.session_for(context)
+        r = engine.microbatch(session)
         if r.skipped:
             context.log.info(f"micro-batch skipped: {r.skip_reason}")
             yield AssetObservation(asset_key=join_key, metadata={
@@ -181,19 +218,27 @@ def _microbatch_job(spec: PipelineSpec, partitions_def: DailyPartitionsDefinitio
             f"({', '.join(f'{n} {role}' for role, n in r.rows_in.items())}), {r.rows_out} rows out"
             + (f", {counters}" if counters else "")
             + f"; event days {list(r.event_days_touched)}; {sum(r.timings.values()):.2f} s")
-        metadata = microbatch_metadata(r, output_path=engine.layout.output)
-        outside = [d for d in r.event_days_touched if not partitions_def.has_partition_key(d)]
-        if outside:
-            context.log.warning(f"event days {outside} are outside the partitions of {spec.name} "
-                                f"(start_date {spec.start_date}); their rows are in the table but "
-                                f"cannot be selected for a backfill")
-        days = [d for d in r.event_days_touched if d not in outside]
-        for day in days:
-            yield AssetMaterialization(asset_key=join_key, partition=day, metadata=metadata,
-                                       tags={MODE_TAG: MODE_MICROBATCH})
-        if not days:
+        progress = observe.progress(layout, r.stream_time)
+        metadata = {**batch_metadata(r, output_path=layout.output, progress=progress),
+                    **table_metadata(None, delta.table_schema(layout.output)
+                                     if delta.table_exists(layout.output) else None)}
+        # Each day's materialization carries that day's rows (written now, and in total), from
+        # the output's Delta log: no Spark job.
+        written = observe.batch_day_rows(layout, r.output_version)
+        rows_now = observe.day_rows(layout) if r.event_days_touched else {}
+        for day in r.event_days_touched:
+            yield AssetMaterialization(
+                asset_key=join_key, partition=day, tags={MODE_TAG: MODE_MICROBATCH},
+                metadata={**day_metadata(day, written=written.get(day), rows_now=rows_now.get(day)),
+                          **metadata})
+        if not r.event_days_touched:
             # A batch that only filled a buffer still happened: record it.
             yield AssetObservation(asset_key=join_key, metadata=metadata)
+        held = buffer_observation(layout, r.stream_time)
+        if held is not None:
+            yield held
+        if r.quarantined:
+            yield quarantine_observation(session, layout)
 
     @job(name=microbatch_job_name(spec), tags={MODE_TAG: MODE_MICROBATCH},
          description=f"Micro-batch of {spec.name}: processes only what is new, exactly once.")
@@ -203,12 +248,16 @@ def _microbatch_job(spec: PipelineSpec, partitions_def: DailyPartitionsDefinitio
     return _job
 
 
-def build_pipeline_assets(spec: PipelineSpec | dict) -> PipelineAssets:  # type: ignore[type-arg]
-    """The assets and the micro-batch job of one pipeline spec (ConfigError for a bad spec)."""
+def build_pipeline_assets(spec: PipelineSpec | dict,  # type: ignore[type-arg]
+                          partitions_def: DailyPartitionsDefinition | None = None) -> PipelineAssets:
+    """The assets and the micro-batch job of one pipeline spec (ConfigError for a bad spec).
+    `partitions_def`: the join's event days (default: the spec's `start_date` alone; the code
+    location passes the days the lake has data for, `pipelines.partitions.fitted_partitions`)."""
     spec = parse_pipeline_spec(spec)
-    partitions_def = event_day_partitions(spec.start_date)
+    partitions_def = partitions_def or event_day_partitions(spec.start_date)
+    join = _join_asset(spec, partitions_def)
     return PipelineAssets(
         spec=spec, partitions_def=partitions_def,
         inputs={i.role: _ingest_asset(spec, i) for i in spec.pipeline_inputs() if i.source is not None},
-        join=_join_asset(spec, partitions_def),
-        microbatch_job=_microbatch_job(spec, partitions_def))
+        join=join, microbatch_job=_microbatch_job(spec),
+        observed=tuple(observed_assets(spec, join.key)))

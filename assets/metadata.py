@@ -1,9 +1,14 @@
-"""Materialization metadata a user needs to trust a run: what came in, what went out, where it is.
+"""Metadata people read on a run's materializations: what came in, what went out, where it is.
 
-Every key is stable (the browser test and the nightly schedule read some of them back):
-`delta_version`, `rows_in`, `rows_out`, `quarantined`, `stream_time`, `event_days_touched`,
-`table_path`; an operator's own counters (`late_joined`, `still_buffered`, ...) and markdown
-sections (`lateness`) come through under their own names.
+Counts on a partition's materialization are that partition's (a micro-batch writing to two event
+days reports each day's rows on that day; the batch's totals carry a `batch_` prefix), times are
+timestamps the UI shows as dates, and per-batch measures (`lateness_p95_s`, `watermark_lag_s`,
+`latency_s`) are numbers, which Dagster plots over time. `dagster/row_count` and
+`dagster/column_schema` are Dagster's own keys: rows in the table or partition after the run, and
+its columns.
+
+Stable keys (tests, the schedule and the browser test read some back): `delta_version`,
+`rows_in`, `rows_out`, `stream_time`, `event_days_touched`, `table_path`, `mode`, `batch_id`.
 """
 
 from __future__ import annotations
@@ -12,13 +17,17 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dagster import MetadataValue
+from dagster import MetadataValue, TableColumn, TableSchema, TimestampMetadataValue
 
 if TYPE_CHECKING:
     from joins.ingest import IngestSummary
-    from joins.pipeline import BackfillSummary, RunSummary
+    from joins.lake import TableSummary
+    from joins.pipeline import BackfillSummary, DayDifference, RunSummary
+    from joins.pipeline.observe import Progress
 
 STREAM_TIME = "stream_time"
+ROW_COUNT = "dagster/row_count"
+COLUMN_SCHEMA = "dagster/column_schema"
 
 
 def utc_text(ts_ms: int | None) -> str:
@@ -32,8 +41,35 @@ def days_text(days: Sequence[str]) -> str:
     return ", ".join(days) if days else "none"
 
 
+def event_time(ts_ms: int | None) -> Any:
+    """An event time (ms) as a timestamp the UI renders as a date and time; text when unknown."""
+    if ts_ms is None:
+        return MetadataValue.text("none yet")
+    return MetadataValue.timestamp(ts_ms / 1000)
+
+
+def seconds(ms: int | None) -> Any:
+    return MetadataValue.float(-1.0 if ms is None else round(ms / 1000, 3))
+
+
 def _int(value: int | None) -> Any:
     return MetadataValue.int(value if value is not None else -1)
+
+
+def column_schema(schema: Any) -> Any:
+    """A Spark StructType (a Delta table's schema) as Dagster's column schema."""
+    return MetadataValue.table_schema(TableSchema(columns=[
+        TableColumn(name=f.name, type=f.dataType.simpleString()) for f in schema.fields]))
+
+
+def table_metadata(summary: TableSummary | None, schema: Any | None) -> dict[str, Any]:
+    """Row count and columns of a whole table after a run."""
+    out: dict[str, Any] = {}
+    if summary is not None and summary.rows is not None:
+        out[ROW_COUNT] = MetadataValue.int(summary.rows)
+    if schema is not None:
+        out[COLUMN_SCHEMA] = column_schema(schema)
+    return out
 
 
 def ingest_metadata(summaries: Sequence[IngestSummary], *, table_path: str, quarantine_path: str,
@@ -51,8 +87,7 @@ def ingest_metadata(summaries: Sequence[IngestSummary], *, table_path: str, quar
         "quarantined": MetadataValue.int(sum(s.quarantined for s in summaries)),
         "bad_files": MetadataValue.md("\n".join(f"- `{f}`" for s in summaries for f in s.bad_files)
                                       or "none"),
-        STREAM_TIME: _int(last.stream_time),
-        "stream_time_utc": MetadataValue.text(utc_text(last.stream_time)),
+        STREAM_TIME: event_time(last.stream_time),
         "already_committed": MetadataValue.bool(all(s.skipped for s in summaries)),
         "table_path": MetadataValue.path(table_path),
         "quarantine_path": MetadataValue.path(quarantine_path),
@@ -60,49 +95,72 @@ def ingest_metadata(summaries: Sequence[IngestSummary], *, table_path: str, quar
     }
 
 
-def microbatch_metadata(r: RunSummary, *, output_path: str) -> dict[str, Any]:
-    def versions(v: tuple[int, int] | None) -> str:
-        return "none" if v is None else f"v{v[0]}..v{v[1]}"
+def _versions(v: tuple[int, int] | None) -> str:
+    return "none" if v is None else f"v{v[0]}..v{v[1]}"
 
+
+def batch_metadata(r: RunSummary, *, output_path: str, progress: Progress | None) -> dict[str, Any]:
+    """What a micro-batch did as a whole (its totals carry a `batch_` prefix)."""
     out: dict[str, Any] = {
         "mode": MetadataValue.text("micro-batch"),
         "batch_id": _int(r.batch_id),
         "delta_version": _int(r.output_version),
-        "rows_in": MetadataValue.int(r.rows_in_total),
-        **{f"rows_in_{role}": MetadataValue.int(n) for role, n in r.rows_in.items()},
-        "rows_out": MetadataValue.int(r.rows_out),
-        "quarantined": MetadataValue.int(r.quarantined),
-        **{name: MetadataValue.int(n) for name, n in r.counters.items()},
-        STREAM_TIME: _int(r.stream_time),
-        "stream_time_utc": MetadataValue.text(utc_text(r.stream_time)),
+        "batch_rows_in": MetadataValue.int(r.rows_in_total),
+        **{f"batch_rows_in_{role}": MetadataValue.int(n) for role, n in r.rows_in.items()},
+        "batch_rows_out": MetadataValue.int(r.rows_out),
+        "batch_quarantined": MetadataValue.int(r.quarantined),
+        **{f"batch_{name}": MetadataValue.int(n) for name, n in r.counters.items()},
+        STREAM_TIME: event_time(r.stream_time),
         "event_days_touched": MetadataValue.text(days_text(r.event_days_touched)),
-        **{f"{role}_versions": MetadataValue.text(versions(v)) for role, v in r.input_versions.items()},
+        **{f"{role}_versions": MetadataValue.text(_versions(v)) for role, v in r.input_versions.items()},
+        **{name: MetadataValue.float(round(v, 3)) for name, v in r.series.items()},
         **{name: MetadataValue.md(text) for name, text in r.details.items()},
         "table_path": MetadataValue.path(output_path),
     }
+    if progress is not None:
+        out["watermark"] = event_time(progress.watermark)
+        out["watermark_lag_s"] = seconds(progress.lag_ms)
     if r.timings:
         out["latency_s"] = MetadataValue.float(round(sum(r.timings.values()), 3))
     return out
 
 
+def day_metadata(day: str, *, written: int | None, rows_now: int | None) -> dict[str, Any]:
+    """One event day's share of a micro-batch: the rows it wrote there and the day's rows now."""
+    out = {"event_day": MetadataValue.text(day), "rows_out": _int(written)}
+    if rows_now is not None:
+        out[ROW_COUNT] = MetadataValue.int(rows_now)
+    return out
+
+
 def backfill_metadata(r: BackfillSummary, *, output_path: str,
                       stream_time: int | None) -> dict[str, Any]:
+    """What a backfill run did as a whole (every partition of the run carries it)."""
     return {
         "mode": MetadataValue.text("backfill"),
         "delta_version": _int(r.output_version),
-        "rows_in": MetadataValue.int(r.rows_in),
-        "rows_out": MetadataValue.int(r.rows_out),
-        "rows_before": MetadataValue.int(r.rows_before),
-        "rows_added": MetadataValue.int(r.rows_added),
-        "rows_removed": MetadataValue.int(r.rows_removed),
-        "rows_changed": MetadataValue.int(r.rows_changed),
+        "backfill_rows_in": MetadataValue.int(r.rows_in),
+        "backfill_rows_out": MetadataValue.int(r.rows_out),
         "agrees_with_microbatches": MetadataValue.bool(r.agrees),
-        **{name: MetadataValue.int(n) for name, n in r.counters.items()},
-        STREAM_TIME: _int(stream_time),
-        "stream_time_utc": MetadataValue.text(utc_text(stream_time)),
+        **{f"backfill_{name}": MetadataValue.int(n) for name, n in r.counters.items()},
+        STREAM_TIME: event_time(stream_time),
         "event_days_touched": MetadataValue.text(days_text(r.days)),
         "difference": MetadataValue.md(difference_markdown(r)),
         "table_path": MetadataValue.path(output_path),
+    }
+
+
+def backfill_day_metadata(day: str, d: DayDifference) -> dict[str, Any]:
+    """One event day of a backfill: its rows before and after, and what changed."""
+    return {
+        "event_day": MetadataValue.text(day),
+        "rows_out": MetadataValue.int(d.after),
+        ROW_COUNT: MetadataValue.int(d.after),
+        "rows_before": MetadataValue.int(d.before),
+        "rows_added": MetadataValue.int(d.added),
+        "rows_removed": MetadataValue.int(d.removed),
+        "rows_changed": MetadataValue.int(d.changed),
+        "day_agreed": MetadataValue.bool(d.agrees),
     }
 
 
@@ -126,10 +184,13 @@ def difference_markdown(r: BackfillSummary) -> str:
     return "\n".join([*lines, "", verdict])
 
 
-def metadata_int(metadata: Mapping[str, Any], key: str) -> int | None:
-    """An int metadata entry read back from an event (None when absent or a -1 placeholder)."""
+def metadata_ms(metadata: Mapping[str, Any], key: str) -> int | None:
+    """An event time read back from an event's metadata (a timestamp, or an int of ms); None
+    when absent or unknown."""
     value = metadata.get(key)
     raw = getattr(value, "value", value)
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw < 0:
         return None
-    return raw
+    if isinstance(value, TimestampMetadataValue):
+        return round(raw * 1000)
+    return int(raw)

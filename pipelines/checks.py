@@ -1,10 +1,14 @@
 """Asset checks of a join asset: the output is right, complete and clean.
 
-- `backfill_agrees_with_stream`: the most recent complete event day (nothing of it is held back
-  any more) recomputed with the batch form (a dry-run backfill), compared with what the
-  micro-batches wrote, row for row. Both sides stay Spark DataFrames: only counts reach the driver. A
-  difference means late data arrived after the micro-batches (within history retention): a
-  backfill of that day corrects it, so the check warns and names the day.
+- `backfill_agrees_with_stream` (per event day): the run's event days recomputed with the batch
+  form (one dry-run backfill, nothing committed), compared with what the micro-batches wrote, row
+  for row. Both sides stay Spark DataFrames: only counts reach the driver. Records still held
+  back (grace) are left out on both sides, so a day can be compared before it is complete. A
+  difference means late data arrived after the micro-batches had joined (within history
+  retention): the day is **stale**; the check warns on that day's partition (the UI shows it
+  failed) until a backfill of the day replaces it (the backfill job runs this check on its days,
+  which then pass), and the nightly schedule backfills exactly the stale days. The staleness
+  sensor runs it over the late-data horizon after micro-batches wrote.
 - `no_duplicate_output_rows`: every output row identity (for the stream-table join: the stream
   record) appears at most once (a micro-batch re-run after a crash must not write twice).
 - `quarantine_below_threshold`: quarantined input rows (bad landing rows, expired table
@@ -15,12 +19,28 @@
   its stream time). Operators without a batch form (filter, aggregate) have no agreement check.
 """
 
-from dagster import AssetCheckResult, AssetChecksDefinition, AssetCheckSeverity, MetadataValue, asset_check
+from collections.abc import Sequence
+from typing import Any
+
+from dagster import (
+    AssetCheckEvaluation,
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
+    AssetKey,
+    AssetRecordsFilter,
+    MetadataValue,
+    asset_check,
+)
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
 
 from assets.factory import PipelineAssets, layout_of
 from joins import audit
 from joins import lake as delta
-from pipelines.partitions import day_key, most_recent_complete_day
+from joins.pipeline import DayDifference
 from resources import LakeResource, SparkResource
 
 AGREEMENT = "backfill_agrees_with_stream"
@@ -31,45 +51,52 @@ QUARANTINE = "quarantine_below_threshold"
 def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
     spec = ja.spec
 
-    @asset_check(asset=ja.join, name=AGREEMENT,
-                 description="The most recent complete event day, recomputed with the batch form, "
-                             "equals what the micro-batches wrote (compared in Spark).")
-    def _agreement(spark: SparkResource, lake: LakeResource) -> AssetCheckResult:
+    @asset_check(asset=ja.join, name=AGREEMENT, partitions_def=ja.partitions_def,
+                 description="Each event day, recomputed with the batch form, equals what the "
+                             "micro-batches wrote (compared in Spark); a day that differs is "
+                             "stale until a backfill replaces it.")
+    def _agreement(context: AssetCheckExecutionContext, spark: SparkResource,
+                   lake: LakeResource) -> AssetCheckResult:
         engine = spec.engine(layout_of(lake, spec))
+        days = list(context.partition_keys)
         stream_time = engine.stream_time()
         if stream_time is None or not delta.table_exists(engine.layout.output):
             return AssetCheckResult(passed=True, description="nothing to compare: no micro-batch "
                                     "has written output yet")
-        day = most_recent_complete_day(stream_time, spec.hold_back_ms())
-        if day < spec.start_date:
-            return AssetCheckResult(passed=True, description=f"no complete event day yet (stream "
-                                    f"time {stream_time}, held back {spec.hold_back_ms()} ms)")
-        key = day_key(day)
-        # A dry-run backfill: the batch form of the day against the output, nothing committed.
-        cmp = engine.backfill(spark.get_session(), [key], dry_run=True).per_day[key]
-        metadata = {
-            "event_day": MetadataValue.text(key),
-            "rows_in_output": MetadataValue.int(cmp.before),
-            "rows_in_batch_form": MetadataValue.int(cmp.after),
-            "rows_added": MetadataValue.int(cmp.added),
-            "rows_removed": MetadataValue.int(cmp.removed),
-            "rows_changed": MetadataValue.int(cmp.changed),
-            "stream_time": MetadataValue.int(stream_time),
-        }
-        if cmp.agrees:
-            return AssetCheckResult(passed=True, metadata=metadata,
-                                    description=f"{key}: {cmp.before} rows, identical")
+        # One dry-run backfill of all the days: the batch form against the output, no commit.
+        report = engine.backfill(spark.session_for(context), days, dry_run=True)
+        verdicts = {day: report.per_day.get(day, DayDifference()) for day in days}
+        if context.has_partition_key:
+            return _day_result(days[0], verdicts[days[0]], stream_time)
+        # A run over a range of days (even of one) gets one result from Dagster, not tied to a
+        # day; each day's verdict is reported on its own partition so the UI shows which days
+        # are stale.
+        for day, d in verdicts.items():
+            result = _day_result(day, d, stream_time)
+            context.op_execution_context.log_event(AssetCheckEvaluation(
+                asset_key=ja.join_key, check_name=AGREEMENT, passed=result.passed,
+                severity=result.severity, description=result.description,
+                metadata=result.metadata, partition=day,
+                target_materialization_data=_latest_materialization(context, ja.join_key, day)))
+        stale = [day for day, d in verdicts.items() if not d.agrees]
+        summary = {"event_days": MetadataValue.text(", ".join(days)),
+                   "stale_days": MetadataValue.text(", ".join(stale) or "none"),
+                   "rows_changed": MetadataValue.int(sum(d.changed for d in verdicts.values())),
+                   "stream_time": MetadataValue.timestamp(stream_time / 1000)}
+        if not stale:
+            return AssetCheckResult(passed=True, metadata=summary,
+                                    description=f"{days[0]} .. {days[-1]}: every day identical")
         return AssetCheckResult(
-            passed=False, severity=AssetCheckSeverity.WARN, metadata=metadata,
-            description=f"{key}: a backfill would change {cmp.changed} row(s), add {cmp.added} and "
-                        f"remove {cmp.removed}; late data arrived after the micro-batches: "
-                        f"backfill partition {key} to correct it")
+            passed=False, severity=AssetCheckSeverity.WARN, metadata=summary,
+            description=f"stale event day(s) {', '.join(stale)}: late data arrived after the "
+                        f"micro-batches; backfill them (the nightly schedule does)")
 
     @asset_check(asset=ja.join, name=NO_DUPLICATES,
                  description="Each stream record appears at most once in the output.")
-    def _no_duplicates(spark: SparkResource, lake: LakeResource) -> AssetCheckResult:
+    def _no_duplicates(context: AssetCheckExecutionContext, spark: SparkResource,
+                       lake: LakeResource) -> AssetCheckResult:
         engine = spec.engine(layout_of(lake, spec))
-        dup = audit.duplicate_rows(spark.get_session(), engine.layout.output,
+        dup = audit.duplicate_rows(spark.session_for(context), engine.layout.output,
                                    engine.output_identity())
         return AssetCheckResult(
             passed=dup.duplicated_records == 0,
@@ -83,8 +110,9 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
     @asset_check(asset=ja.join, name=QUARANTINE,
                  description=f"Quarantined input rows stay at or below "
                              f"{spec.quarantine_threshold:.1%} of the input rows.")
-    def _quarantine(spark: SparkResource, lake: LakeResource) -> AssetCheckResult:
-        q = audit.quarantine_counts(spark.get_session(), layout_of(lake, spec))
+    def _quarantine(context: AssetCheckExecutionContext, spark: SparkResource,
+                    lake: LakeResource) -> AssetCheckResult:
+        q = audit.quarantine_counts(spark.session_for(context), layout_of(lake, spec))
         passed = q.share <= spec.quarantine_threshold
         rows = [f"| {where} | {kind} | {n} |" for (where, kind), n in sorted(q.by_kind.items())]
         table = "\n".join(["| where | kind | rows |", "|---|---|---:|", *rows])
@@ -107,14 +135,60 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
     return checks
 
 
+def _day_result(day: str, d: DayDifference, stream_time: int) -> AssetCheckResult:
+    metadata = {
+        "event_day": MetadataValue.text(day),
+        "rows_in_output": MetadataValue.int(d.before),
+        "rows_in_batch_form": MetadataValue.int(d.after),
+        "rows_added": MetadataValue.int(d.added),
+        "rows_removed": MetadataValue.int(d.removed),
+        "rows_changed": MetadataValue.int(d.changed),
+        "stream_time": MetadataValue.timestamp(stream_time / 1000),
+    }
+    if d.agrees:
+        return AssetCheckResult(passed=True, metadata=metadata,
+                                description=f"{day}: {d.before} rows, identical")
+    return AssetCheckResult(
+        passed=False, severity=AssetCheckSeverity.WARN, metadata=metadata,
+        description=f"{day}: a backfill would change {d.changed} row(s), add {d.added} and remove "
+                    f"{d.removed}; late data arrived after the micro-batches: stale, backfill "
+                    f"partition {day} to correct it")
+
+
+def _latest_materialization(context: AssetCheckExecutionContext, key: AssetKey,
+                            day: str) -> Any:
+    """The materialization of `day` a check evaluation judged (the UI ties the two)."""
+    found = context.instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=key, asset_partitions=[day]), limit=1).records
+    if not found:
+        return None
+    mat = found[0]
+    return AssetCheckEvaluationTargetMaterializationData(
+        run_id=mat.event_log_entry.run_id, storage_id=mat.storage_id, timestamp=mat.timestamp)
+
+
+def stale_days(instance: Any, join_key: AssetKey, days: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Of `days`: (those whose latest agreement verdict failed, those with any verdict)."""
+    from dagster import AssetCheckKey
+    from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+    infos = instance.event_log_storage.get_asset_check_partition_info(
+        [AssetCheckKey(join_key, AGREEMENT)], partition_keys=list(days))
+    status = {i.partition_key: i.latest_execution_status for i in infos if i.partition_key}
+    done = (AssetCheckExecutionRecordStatus.SUCCEEDED, AssetCheckExecutionRecordStatus.FAILED)
+    failed = [d for d in days if status.get(d) == AssetCheckExecutionRecordStatus.FAILED]
+    return failed, [d for d in days if status.get(d) in done]
+
+
 def _consistency_check(ja: PipelineAssets, name: str, description: str) -> AssetChecksDefinition:
     """The operator's own check (for the table-table join: its latest results against the
     temporal history at its stream time)."""
     spec = ja.spec
 
     @asset_check(asset=ja.join, name=name, description=description)
-    def _own(spark: SparkResource, lake: LakeResource) -> AssetCheckResult:
-        result = spec.engine(layout_of(lake, spec)).consistency(spark.get_session())
+    def _own(context: AssetCheckExecutionContext, spark: SparkResource,
+             lake: LakeResource) -> AssetCheckResult:
+        result = spec.engine(layout_of(lake, spec)).consistency(spark.session_for(context))
         metadata = {k: MetadataValue.int(v) if isinstance(v, int) else MetadataValue.text(str(v))
                     for k, v in result.metadata.items()}
         return AssetCheckResult(passed=result.passed, metadata=metadata,

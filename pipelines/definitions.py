@@ -37,8 +37,10 @@ from assets.factory import MODE_BACKFILL, MODE_TAG, build_pipeline_assets
 from joins.pipeline import PipelineSpec, SpecFileError, load_spec_folder, parse_pipeline_spec
 from joins.spark import SparkSettings
 from pipelines.checks import build_join_checks
+from pipelines.partitions import fitted_partitions
 from pipelines.schedules import nightly_backfill_schedule
 from pipelines.sensors import landing_sensor, microbatch_sensor
+from pipelines.staleness import staleness_sensor
 from resources import LakeResource, SparkResource
 
 log = logging.getLogger(__name__)
@@ -79,10 +81,14 @@ def checks_job_name(spec: PipelineSpec) -> str:
     return f"{spec.name}_checks"
 
 
-def definitions_for(raw: PipelineSpec | dict[str, Any]) -> Definitions:
-    """One pipeline's assets, checks, jobs, sensors and schedule (no resources)."""
+def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None = None) -> Definitions:
+    """One pipeline's assets, checks, jobs, sensors and schedule (no resources). With
+    `lake_root`, the join's event-day partitions are the days the lake has data for."""
     spec = parse_pipeline_spec(raw)
-    pa = build_pipeline_assets(spec)
+    partitions = None
+    if lake_root is not None:
+        partitions = fitted_partitions(LakeResource(root=lake_root).layout(spec))
+    pa = build_pipeline_assets(spec, partitions)
     backfill = define_asset_job(
         backfill_job_name(spec), selection=AssetSelection.assets(pa.join),
         tags={MODE_TAG: MODE_BACKFILL},
@@ -103,7 +109,12 @@ def definitions_for(raw: PipelineSpec | dict[str, Any]) -> Definitions:
         jobs.append(ingest)
         sensors.append(landing_sensor(pa, item, ingest))
     sensors.append(microbatch_sensor(pa))
-    schedules = [nightly_backfill_schedule(pa, backfill)] if spec.has_batch_form else []
+    schedules = []
+    if spec.has_batch_form:
+        # Staleness is the batch form disagreeing with the micro-batches: without a batch form
+        # there is nothing to check per day and nothing to backfill.
+        sensors.append(staleness_sensor(pa, checks_job))
+        schedules.append(nightly_backfill_schedule(pa, backfill))
     return Definitions(assets=pa.assets, asset_checks=build_join_checks(pa), jobs=jobs,
                        sensors=sensors, schedules=schedules)
 
@@ -126,14 +137,14 @@ def build_definitions(specs: Sequence[PipelineSpec | dict[str, Any]] = (), *, la
                       spark: SparkResource | None = None) -> Definitions:
     """Definitions of `specs` plus every spec file of `spec_dir`, with the shared resources."""
     parsed = [parse_pipeline_spec(raw) for raw in specs]
-    parts = [definitions_for(spec) for spec in parsed]
+    parts = [definitions_for(spec, lake_root=lake_root) for spec in parsed]
     if spec_dir is not None:
         taken = {n for s in parsed for n in (s.name, *(i.source.name for i in s.pipeline_inputs()
                                                         if i.source is not None))}
         loaded = load_spec_folder(spec_dir, taken=taken)
         for error in loaded.errors:
             log.error("pipeline spec not loaded: %s", error)
-        parts += [definitions_for(spec) for spec in loaded.specs]
+        parts += [definitions_for(spec, lake_root=lake_root) for spec in loaded.specs]
         if loaded.errors:
             parts.append(Definitions(sensors=[spec_errors_sensor(loaded.errors)]))
     resources = {"spark": spark or spark_resource_from_env(), "lake": LakeResource(root=lake_root)}

@@ -34,19 +34,7 @@ from pipelines.demo_deliveries import land as land_deliveries
 from pipelines.demo_runner import Demo, checks_and_nightly_backfill
 from pipelines.sample_data import SampleConfig
 
-REPO = Path(__file__).resolve().parents[1]
 MARKER = ".tj-demo-root"
-QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
-
-
-def _prepare_dagster_home() -> Path:
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(REPO / ".dagster_home")))
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        # Without this file Dagster prints a welcome banner on every start.
-        config.write_text("telemetry:\n  enabled: false\n")
-    return home
 
 
 def _fresh_root(root: Path) -> None:
@@ -61,9 +49,10 @@ def _fresh_root(root: Path) -> None:
 
 
 def _batch_line(md: Mapping[str, Any]) -> str:
-    return (f"batch {md['batch_id']}: {md['rows_in_stream']} orders + {md['rows_in_table']} rates in, "
-            f"{md['rows_out']} rows out, {md['late_joined']} late joined, {md['still_buffered']} still "
-            f"buffered; event days {md['event_days_touched']}; output Delta v{md['delta_version']}")
+    return (f"batch {md['batch_id']}: {md['batch_rows_in_stream']} orders + "
+            f"{md['batch_rows_in_table']} rates in, {md['batch_rows_out']} rows out, "
+            f"{md['batch_late_joined']} late joined, {md['batch_still_buffered']} still buffered; "
+            f"event days {md['event_days_touched']}; output Delta v{md['delta_version']}")
 
 
 def _fmt_ts(ms: int | None) -> str:
@@ -97,6 +86,7 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
 
     _fresh_root(root)
     demo = Demo(root, instance, echo=echo)
+    demo.forget_lake()
     out = DemoResult()
     spec = parse_pipeline_spec(DEMO_SPEC)
     layout = PipelineLayout(str(root.resolve()), spec)
@@ -127,22 +117,25 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
                              f"{md['stored']} stored + {md['expired']} expired + {md['quarantined']} "
                              f"quarantined (Delta v{md['delta_version']})")
         for ev in demo.sensor_runs(f"{spec.name}_microbatch_sensor"):
-            mds = [md for _, md in ev.materializations] or ev.observations
+            mds = [md for _, md in ev.materializations] or ev.observations_of(spec.name)
             if mds and "batch_id" in mds[0]:
                 out.batches.append(mds[0])
                 demo.say(f"  micro-{_batch_line(mds[0])}")
         land_deliveries(wave.index, deliveries.waves[wave.index],
                         Path(layout.landing(dspec.right)), demo)
         ingest_and_join(demo, dspec, out.deliveries)
-    _, skip = demo.tick(f"{spec.name}_microbatch_sensor")
+    _, skip, _ = demo.tick(f"{spec.name}_microbatch_sensor")
     demo.say(f"micro-batch sensor ticks again: skipped: {skip}")
+    # The joins' partitions now reach the day of their stream time (the UI reloads its location).
+    demo.reload()
 
     demo.say("per-batch rows in / out / late:")
     demo.table(f"    {'batch':>5} {'orders in':>9} {'rates in':>8} {'rows out':>8} {'late':>5} "
                f"{'buffered':>8}  event days")
     for md in out.batches:
-        demo.table(f"    {md['batch_id']:>5} {md['rows_in_stream']:>9} {md['rows_in_table']:>8} "
-                   f"{md['rows_out']:>8} {md['late_joined']:>5} {md['still_buffered']:>8}  "
+        demo.table(f"    {md['batch_id']:>5} {md['batch_rows_in_stream']:>9} "
+                   f"{md['batch_rows_in_table']:>8} {md['batch_rows_out']:>8} "
+                   f"{md['batch_late_joined']:>5} {md['batch_still_buffered']:>8}  "
                    f"{md['event_days_touched']}")
 
     session = demo.defs.resources["spark"].get_session()
@@ -182,15 +175,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="demo lake root (default: TJ_LAKE_ROOT or ./var/lake); wiped first")
     parser.add_argument("--waves", type=int, default=SampleConfig.waves,
                         help="landing waves, one micro-batch each")
+    parser.add_argument("--live", action="store_true",
+                        help="instead: the Dagster UI with sensors on and data landing "
+                             "(./tj demo --live --help for its options)")
+    argv = sys.argv[1:] if argv is None else argv
+    if "--live" in argv:
+        # The live demo's own options (and --help) are its parser's.
+        from pipelines.live_demo import main as live
+
+        return live([a for a in argv if a != "--live"])
     args = parser.parse_args(argv)
     # Library warnings (beta APIs, Spark) are not the demo's output.
     warnings.filterwarnings("ignore")
     # The demo's data is tiny: few shuffle partitions mean few tasks per Spark job.
     os.environ.setdefault("TJ_SHUFFLE_PARTITIONS", "2")
     from pipelines.definitions import lake_root_from_env
+    from pipelines.instance import prepare_dagster_home
 
     root = Path(args.root or lake_root_from_env()).resolve()
-    home = _prepare_dagster_home()
+    # Runs re-executed from the UI and the code location read the lake from the environment.
+    os.environ["TJ_LAKE_ROOT"] = str(root)
+    home = prepare_dagster_home()
     print(f"temporal-joins demo: lake {root}, Dagster home {home}", flush=True)
     started = time.monotonic()
     result = run(root, sample=SampleConfig(waves=args.waves))

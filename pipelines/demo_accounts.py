@@ -52,11 +52,12 @@ def _ts(ms: int | None) -> str:
 
 
 def _line(md: dict[str, Any]) -> str:
-    return (f"batch {md['batch_id']}: {md.get('rows_in_left', 0)} customer + "
-            f"{md.get('rows_in_right', 0)} account updates in, {md['rows_out']} results out "
-            f"({md.get('tombstones_out', 0)} deletes); out of order ignored "
-            f"{md.get('out_of_order_ignored_left', 0)} + {md.get('out_of_order_ignored_right', 0)}, "
-            f"expired {md.get('expired_left', 0)} + {md.get('expired_right', 0)}; output Delta "
+    return (f"batch {md['batch_id']}: {md.get('batch_rows_in_left', 0)} customer + "
+            f"{md.get('batch_rows_in_right', 0)} account updates in, {md['batch_rows_out']} results "
+            f"out ({md.get('batch_tombstones_out', 0)} deletes); out of order ignored "
+            f"{md.get('batch_out_of_order_ignored_left', 0)} + "
+            f"{md.get('batch_out_of_order_ignored_right', 0)}, expired "
+            f"{md.get('batch_expired_left', 0)} + {md.get('batch_expired_right', 0)}; output Delta "
             f"v{md['delta_version']}")
 
 
@@ -93,14 +94,14 @@ def run_accounts(demo: Demo, root: Path, cfg: SampleConfig) -> AccountsResult:
                     demo.say(f"  ingest {source.name} batch {md['batch_id']}: {md['rows_in']} rows "
                              f"(Delta v{md['delta_version']})")
         for ev in demo.sensor_runs(f"{spec.name}_microbatch_sensor"):
-            mds = [md for _, md in ev.materializations] or ev.observations
+            mds = [md for _, md in ev.materializations] or ev.observations_of(spec.name)
             if mds and "batch_id" in mds[0]:
                 out.batches.append(mds[0])
                 demo.say(f"  micro-{_line(mds[0])}")
         for ev in demo.sensor_runs(f"{count.name}_microbatch_sensor"):
             for md in [md for _, md in ev.materializations][:1]:
-                demo.say(f"  {count.name} batch {md['batch_id']}: {md['rows_in']} join results in, "
-                         f"{md['rows_out']} country counts out")
+                demo.say(f"  {count.name} batch {md['batch_id']}: {md['batch_rows_in']} join results "
+                         f"in, {md['batch_rows_out']} country counts out")
         ingest_and_join(demo, fk, fk_out)
 
     session = demo.defs.resources["spark"].get_session()
@@ -118,16 +119,16 @@ def run_accounts(demo: Demo, root: Path, cfg: SampleConfig) -> AccountsResult:
     demo.say(f"asset checks of {spec.name} after the micro-batches:")
     from pipelines.demo_runner import _print_checks
 
-    out.checks_before = _print_checks(demo, demo.execute(checks_job_name(spec)))
-    schedule = demo.defs.resolve_schedule_def(f"{spec.name}_nightly_backfill")
-    tick = schedule.evaluate_tick(demo.dg.build_schedule_context(
-        instance=demo.instance, scheduled_execution_time=dt.datetime.now(dt.UTC)))
-    [rr] = list(tick.run_requests or [])
-    ev = demo.execute(schedule.job_name, rr)
+    checks = list(demo.sensor_runs(f"{spec.name}_staleness_sensor"))
+    out.checks_before = _print_checks(demo, checks[0] if checks else
+                                      demo.execute(checks_job_name(spec)))
+    # The nightly schedule backfills the days found stale (all of the horizon when the check
+    # has looked at none): here it writes the temporal history.
+    ev = demo.nightly(spec)
     md = ev.materializations[0][1] if ev.materializations else {}
     demo.say(f"nightly backfill of {spec.name}: the temporal history of event days "
-             f"{md.get('event_days_touched')}, {md.get('rows_out')} intervals in one commit (Delta "
-             f"v{md.get('delta_version')})")
+             f"{md.get('event_days_touched')}, {md.get('backfill_rows_out')} intervals in one "
+             f"commit (Delta v{md.get('delta_version')})")
     history = lake.read_delta(session, history_path)
     out.history_rows = history.count()
     # The customer whose result changed most often (a handful of rows reach the driver).

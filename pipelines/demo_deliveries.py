@@ -38,11 +38,11 @@ def ingest_and_join(demo: Demo, spec: Any, out: DeliveriesResult) -> None:
     ingest_sources(demo, (spec.left, spec.right))
     for md in microbatches(demo, spec):
         out.batches.append(md)
-        demo.say(f"  {spec.name} batch {md['batch_id']}: {md['rows_in_left']} orders + "
-                 f"{md['rows_in_right']} deliveries in, {md['joined_rows']} joined, "
-                 f"{md['outer_rows_left']} orders without delivery, {md['late_right']} late "
-                 f"deliveries quarantined; buffered {md['buffered_left']} orders / "
-                 f"{md['buffered_right']} deliveries")
+        demo.say(f"  {spec.name} batch {md['batch_id']}: {md['batch_rows_in_left']} orders + "
+                 f"{md['batch_rows_in_right']} deliveries in, {md['batch_joined_rows']} joined, "
+                 f"{md['batch_outer_rows_left']} orders without delivery, {md['batch_late_right']} late "
+                 f"deliveries quarantined; buffered {md['batch_buffered_left']} orders / "
+                 f"{md['batch_buffered_right']} deliveries")
 
 
 def summary(demo: Demo, spec: Any, out: DeliveriesResult) -> None:
@@ -50,10 +50,10 @@ def summary(demo: Demo, spec: Any, out: DeliveriesResult) -> None:
     demo.table(f"    {'batch':>5} {'joined':>6} {'outer':>5} {'late':>4} {'buf L':>5} {'buf R':>5}"
                f"  input watermarks -> output watermarks")
     for md in out.batches:
-        late = md["late_left"] + md["late_right"]
-        demo.table(f"    {md['batch_id']:>5} {md['joined_rows']:>6} {md['outer_rows_left']:>5} "
-                   f"{late:>4} {md['buffered_left']:>5} {md['buffered_right']:>5}  "
-                   f"{_wm_text(md, 'watermark_in_')} -> {_wm_text(md, 'watermark_out_')}")
+        late = md["batch_late_left"] + md["batch_late_right"]
+        demo.table(f"    {md['batch_id']:>5} {md['batch_joined_rows']:>6} {md['batch_outer_rows_left']:>5} "
+                   f"{late:>4} {md['batch_buffered_left']:>5} {md['batch_buffered_right']:>5}  "
+                   f"{_wm_text(md, 'batch_watermark_in_')} -> {_wm_text(md, 'batch_watermark_out_')}")
     out.checks_before, out.backfill, out.checks_after = checks_and_nightly_backfill(demo, spec)
 
 

@@ -42,26 +42,25 @@ def ingest_and_join(demo: Demo, spec: Any, out: OrderCustomerResult) -> None:
     ingest_sources(demo, (spec.left, spec.right))
     for md in microbatches(demo, spec):
         out.batches.append(md)
-        demo.say(f"  {spec.name} batch {md['batch_id']}: {md['rows_in_left']} order + "
-                 f"{md['rows_in_right']} customer updates in; {md['subscriptions']} "
-                 f"subscriptions, fan-out {md['fan_out']}, {md['stale_discarded']} stale "
-                 f"discarded, {md['rows_out']} results out")
+        demo.say(f"  {spec.name} batch {md['batch_id']}: {md['batch_rows_in_left']} order + "
+                 f"{md['batch_rows_in_right']} customer updates in; {md['batch_subscriptions']} "
+                 f"subscriptions, fan-out {md['batch_fan_out']}, {md['batch_stale_discarded']} stale "
+                 f"discarded, {md['batch_rows_out']} results out")
 
 
 def summary(demo: Demo, spec: Any, out: OrderCustomerResult) -> None:
     """Per-batch traffic, one order that moved, the nightly backfill with the checks."""
-    import datetime as dt
-
     from joins import lake
 
     demo.say(f"{spec.name}: per batch (KIP-213 traffic):")
     demo.table(f"    {'batch':>5} {'orders':>6} {'custs':>5} {'subs':>4} {'sent':>4} {'answers':>7} "
                f"{'fan-out':>7} {'stale':>5} {'out':>4} {'ooo L/R':>7}")
     for md in out.batches:
-        demo.table(f"    {md['batch_id']:>5} {md['rows_in_left']:>6} {md['rows_in_right']:>5} "
-                   f"{md['subscriptions']:>4} {md['subscriptions_sent']:>4} {md['answers']:>7} "
-                   f"{md['fan_out']:>7} {md['stale_discarded']:>5} {md['rows_out']:>4} "
-                   f"{md['out_of_order_ignored_left']:>3}/{md['out_of_order_ignored_right']}")
+        demo.table(f"    {md['batch_id']:>5} {md['batch_rows_in_left']:>6} {md['batch_rows_in_right']:>5} "
+                   f"{md['batch_subscriptions']:>4} {md['batch_subscriptions_sent']:>4} "
+                   f"{md['batch_answers']:>7} "
+                   f"{md['batch_fan_out']:>7} {md['batch_stale_discarded']:>5} {md['batch_rows_out']:>4} "
+                   f"{md['batch_out_of_order_ignored_left']:>3}/{md['batch_out_of_order_ignored_right']}")
     from pipelines.demo_accounts import _ts
 
     session = demo.defs.resources["spark"].get_session()
@@ -74,15 +73,11 @@ def summary(demo: Demo, spec: Any, out: OrderCustomerResult) -> None:
                   f"customer {r['left_customer_id']} -> " + (
                       f"{r['right_name']} ({r['right_country']})" if r["has_right"] else "none"))
         demo.table(f"    batch {r['_batch_id']} ts {_ts(r['ts'])}: {result}")
-    schedule = demo.defs.resolve_schedule_def(f"{spec.name}_nightly_backfill")
-    tick = schedule.evaluate_tick(demo.dg.build_schedule_context(
-        instance=demo.instance, scheduled_execution_time=dt.datetime.now(dt.UTC)))
-    [rr] = list(tick.run_requests or [])
-    ev = demo.execute(schedule.job_name, rr)
+    ev = demo.nightly(spec)
     out.backfill = ev.materializations[0][1] if ev.materializations else {}
     demo.say(f"nightly backfill of {spec.name}: the temporal history of event days "
-             f"{out.backfill.get('event_days_touched')}, {out.backfill.get('rows_out')} intervals "
-             f"in one commit (Delta v{out.backfill.get('delta_version')}); its checks:")
+             f"{out.backfill.get('event_days_touched')}, {out.backfill.get('backfill_rows_out')} "
+             f"intervals in one commit (Delta v{out.backfill.get('delta_version')}); its checks:")
     out.checks_after = _print_checks(demo, ev)
 
 

@@ -1,5 +1,9 @@
 """The demo's driver: ticks sensors and schedules in-process and executes what they ask for,
-recording the asset events of each run (`demo.py` tells the story, this runs it)."""
+recording the asset events of each run (`demo.py` tells the story, this runs it).
+
+Ticks and runs are recorded in the instance under the code location `./tj dev` loads
+(`pipelines.recording`): the UI then shows the runs per job, and the ticks and cursors per
+sensor and schedule."""
 
 from __future__ import annotations
 
@@ -26,8 +30,13 @@ class Events:
     """The asset events and check evaluations of one run, metadata as plain values."""
 
     materializations: list[tuple[str | None, dict[str, Any]]] = field(default_factory=list)
-    observations: list[dict[str, Any]] = field(default_factory=list)
-    checks: list[tuple[str, bool, str, str | None, dict[str, Any]]] = field(default_factory=list)
+    observations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)   # (asset, md)
+    # (check, partition, passed, severity, description, metadata)
+    checks: list[tuple[str, str | None, bool, str, str | None, dict[str, Any]]] = field(
+        default_factory=list)
+
+    def observations_of(self, asset: str) -> list[dict[str, Any]]:
+        return [md for key, md in self.observations if key == asset]
 
 
 def _events(result: Any) -> Events:
@@ -39,32 +48,46 @@ def _events(result: Any) -> Events:
             m = data.materialization
             out.materializations.append((m.partition, _md(m.metadata)))
         elif kind == "ASSET_OBSERVATION":
-            out.observations.append(_md(data.asset_observation.metadata))
+            obs = data.asset_observation
+            out.observations.append((obs.asset_key.to_user_string(), _md(obs.metadata)))
         elif kind == "ASSET_CHECK_EVALUATION":
-            out.checks.append((data.check_name, data.passed, data.severity.value, data.description,
-                               _md(data.metadata)))
+            out.checks.append((data.check_name, data.partition, data.passed, data.severity.value,
+                               data.description, _md(data.metadata)))
     return out
 
 
 class Demo:
-    """Ticks sensors and schedules in-process (cursors kept here) and executes what they ask."""
+    """Ticks sensors and schedules in-process and executes what they ask, recorded in the
+    instance (cursors are the instance's, as the daemon keeps them)."""
 
     def __init__(self, root: Path, instance: Any | None = None, *, echo: bool = True) -> None:
         import dagster as dg
 
-        from pipelines.definitions import DELIVERIES_SPEC, DEMO_SPEC, build_definitions
-        from pipelines.demo_accounts import COUNT_SPEC, JOIN_SPEC
-        from pipelines.demo_order_customer import SPEC as FK_SPEC
+        from pipelines.recording import Recorder
 
         self.dg = dg
         self.root = root
         self.echo = echo
-        self.defs = build_definitions([DEMO_SPEC, DELIVERIES_SPEC, JOIN_SPEC, COUNT_SPEC,
-                                       FK_SPEC],
-                                      lake_root=str(root))
         self.instance = instance if instance is not None else dg.DagsterInstance.get()
-        self.cursors: dict[str, str | None] = {}
+        self.recorder = Recorder(self.instance)
+        self.last_run_id: str | None = None
+        self.reload()
         self.t0 = time.monotonic()
+
+    def reload(self) -> None:
+        """Build the definitions again: the joins' partitions fit the data landed so far (what
+        reloading the code location does in the UI)."""
+        from pipelines.definitions import DELIVERIES_SPEC, DEMO_SPEC, build_definitions
+        from pipelines.demo_accounts import COUNT_SPEC, JOIN_SPEC
+        from pipelines.demo_order_customer import SPEC as FK_SPEC
+
+        self.defs = build_definitions([DEMO_SPEC, DELIVERIES_SPEC, JOIN_SPEC, COUNT_SPEC, FK_SPEC],
+                                      lake_root=str(self.root))
+
+    def forget_lake(self) -> None:
+        """The lake was wiped: so is what the instance knew of it (asset history, check
+        verdicts, sensor cursors); every sensor and schedule starts afresh."""
+        self.recorder.reset_pipelines(self.defs)
 
     def say(self, text: str) -> None:
         if self.echo:
@@ -74,37 +97,66 @@ class Demo:
         if self.echo:
             print(text, flush=True)
 
-    def tick(self, sensor_name: str) -> tuple[list[Any], str | None]:
+    def tick(self, sensor_name: str) -> tuple[list[Any], str | None, Any]:
+        """One recorded tick: (run requests, skip reason, `ran(run_id, run_key)`)."""
         sensor = self.defs.resolve_sensor_def(sensor_name)
-        ctx = self.dg.build_sensor_context(
-            instance=self.instance, cursor=self.cursors.get(sensor_name), sensor_name=sensor_name,
-            resources=self.defs.resources, definitions=self.defs)
-        data = sensor.evaluate_tick(ctx)
-        self.cursors[sensor_name] = data.cursor
-        return list(data.run_requests or []), data.skip_message
 
-    def execute(self, job_name: str, request: Any | None = None, **kwargs: Any) -> Events:
+        def evaluate(cursor: str | None) -> Any:
+            return sensor.evaluate_tick(self.dg.build_sensor_context(
+                instance=self.instance, cursor=cursor, sensor_name=sensor_name,
+                resources=self.defs.resources, definitions=self.defs))
+
+        data, ran = self.recorder.sensor_tick(sensor_name, sensor.minimum_interval_seconds or 30,
+                                              evaluate)
+        return list(data.run_requests or []), data.skip_message, ran
+
+    def execute(self, job_name: str, request: Any | None = None, *, sensor: str | None = None,
+                schedule: str | None = None) -> Events:
         job = self.defs.resolve_job_def(job_name)
         run_config = dict(QUIET_RUN)
-        tags: dict[str, str] = {}
         if request is not None:
             run_config.update(request.run_config or {})
-            tags.update(request.tags or {})
-            if request.run_key:
-                tags["dagster/run_key"] = request.run_key
-        result = job.execute_in_process(instance=self.instance, run_config=run_config, tags=tags,
-                                        **kwargs)
+        tags = self.recorder.run_tags(sensor=sensor, schedule=schedule, request=request)
+        result = self.recorder.execute(job, run_config=run_config, tags=tags)
         if not result.success:
             raise SystemExit(f"run of {job_name} failed (see `./tj dev` for its logs)")
+        self.last_run_id = result.run_id
         return _events(result)
 
     def sensor_runs(self, sensor_name: str) -> Iterator[Events]:
-        requests, skip = self.tick(sensor_name)
+        requests, skip, ran = self.tick(sensor_name)
         if not requests:
             self.say(f"  {sensor_name}: skipped: {skip}")
         sensor = self.defs.resolve_sensor_def(sensor_name)
         for rr in requests:
-            yield self.execute(rr.job_name or sensor.job_name, rr)
+            events = self.execute(rr.job_name or sensor.job_name, rr, sensor=sensor_name)
+            ran(self.last_run_id, rr.run_key)
+            yield events
+
+    def nightly(self, spec: Any) -> Events:
+        """The nightly backfill schedule's tick, recorded, and the runs it asks for (one per
+        range of stale days); their events together."""
+        name = f"{spec.name}_nightly_backfill"
+        schedule = self.defs.resolve_schedule_def(name)
+        tick = schedule.evaluate_tick(self.dg.build_schedule_context(
+            instance=self.instance, scheduled_execution_time=dt.datetime.now(dt.UTC),
+            resources=self.defs.resources))
+        requests = list(tick.run_requests or [])
+        ran = self.recorder.schedule_tick(name, schedule.cron_schedule,
+                                          requests[0] if requests else None, tick.skip_message)
+        if not requests:
+            self.say(f"nightly backfill of {spec.name}: skipped: {tick.skip_message}")
+        out = Events()
+        for rr in requests:
+            self.say(f"nightly backfill schedule of {spec.name}: one run over event days "
+                     f"{rr.tags['dagster/asset_partition_range_start']} .. "
+                     f"{rr.tags['dagster/asset_partition_range_end']} ({rr.tags['tj/why']})")
+            done = self.execute(schedule.job_name, rr, schedule=name)
+            ran(self.last_run_id, rr.run_key)
+            out.materializations += done.materializations
+            out.observations += done.observations
+            out.checks += done.checks
+        return out
 
 
 def ingest_sources(demo: Demo, sources: Any) -> None:
@@ -119,43 +171,48 @@ def ingest_sources(demo: Demo, sources: Any) -> None:
 def microbatches(demo: Demo, spec: Any) -> Iterator[dict[str, Any]]:
     """Tick the join's micro-batch sensor, run what it asks for: each batch's metadata."""
     for ev in demo.sensor_runs(f"{spec.name}_microbatch_sensor"):
-        mds = [md for _, md in ev.materializations] or ev.observations
+        mds = [md for _, md in ev.materializations] or ev.observations_of(spec.name)
         if mds and "batch_id" in mds[0]:
             yield mds[0]
 
 
 def _print_checks(demo: Demo, events: Events) -> dict[str, bool]:
-    result = {}
-    for name, passed, severity, description, _ in sorted(events.checks):
+    """Print each check's verdict (and each event day's, for a check per day); returns the
+    verdict of each check as a whole (a check run on days only: all its days passed)."""
+    result: dict[str, bool] = {}
+    days: dict[str, list[bool]] = {}
+    for name, partition, passed, severity, description, _ in sorted(
+            events.checks, key=lambda c: (c[0], c[1] is None, c[1] or "")):
         verdict = "PASS" if passed else f"FAIL ({severity})"
-        demo.say(f"  check {name}: {verdict} - {description}")
-        result[name] = passed
+        if partition is None:
+            demo.say(f"  check {name}: {verdict} - {description}")
+            result[name] = passed
+        else:
+            demo.table(f"      day {partition}: {verdict} - {description}")
+            days.setdefault(name, []).append(passed)
+    for name, verdicts in days.items():
+        result.setdefault(name, all(verdicts))
     return result
 
 
 def checks_and_nightly_backfill(demo: Demo, spec: Any) -> tuple[dict[str, bool], dict[str, Any],
                                                               dict[str, bool]]:
-    """Run the join's checks, its nightly backfill (as the schedule asks), and report: (checks
-    before, the backfill's metadata, checks after)."""
+    """Run the join's checks (as the staleness sensor asks: over the late-data horizon, a
+    verdict per event day), its nightly backfill of the stale days (as the schedule asks), and
+    report: (checks before, the backfill's metadata, checks after)."""
     from pipelines.definitions import checks_job_name
 
-    demo.say(f"asset checks of {spec.name} after the micro-batches:")
-    before = _print_checks(demo, demo.execute(checks_job_name(spec)))
-    schedule = demo.defs.resolve_schedule_def(f"{spec.name}_nightly_backfill")
-    tick = schedule.evaluate_tick(demo.dg.build_schedule_context(
-        instance=demo.instance, scheduled_execution_time=dt.datetime.now(dt.UTC)))
-    requests = list(tick.run_requests or [])
-    if not requests:
-        raise SystemExit(f"nightly backfill of {spec.name}: skipped: {tick.skip_message}")
-    rr = requests[0]
-    first = rr.tags["dagster/asset_partition_range_start"]
-    last = rr.tags["dagster/asset_partition_range_end"]
-    demo.say(f"nightly backfill schedule of {spec.name}: one run over event days {first} .. {last} "
-             f"(horizon {rr.tags['tj/horizon_days']} days, ending at {rr.tags['tj/horizon_basis']})")
-    ev = demo.execute(schedule.job_name, rr)
-    md = ev.materializations[0][1] if ev.materializations else {}
-    demo.say(f"backfill: {md.get('rows_out')} rows for {md.get('event_days_touched')} in one commit "
-             f"(output Delta v{md.get('delta_version')}); agreement with the micro-batches:")
+    demo.say(f"asset checks of {spec.name} after the micro-batches (the staleness sensor runs "
+             f"them over the late-data horizon):")
+    checks = list(demo.sensor_runs(f"{spec.name}_staleness_sensor"))
+    before = _print_checks(demo, checks[0] if checks else demo.execute(checks_job_name(spec)))
+    ev = demo.nightly(spec)
+    if not ev.materializations:
+        return before, {}, before
+    md = ev.materializations[0][1]
+    demo.say(f"backfill: {md.get('backfill_rows_out')} rows for {md.get('event_days_touched')} in "
+             f"one commit (output Delta v{md.get('delta_version')}); agreement with the "
+             f"micro-batches:")
     for line in str(md.get("difference", "")).splitlines():
         demo.table(f"    {line}")
     demo.say(f"asset checks of {spec.name} after the backfill:")

@@ -3,28 +3,56 @@
 A partition is one UTC calendar day of *event time* (the stream record's `ts`), the same day the
 engine writes into the output table's `event_date` column, so a Dagster partition and a Delta
 partition are one and the same set of rows.
+
+The partitions fit the data (`fitted_partitions`): they start at the first event day with output
+and end at the day of the join's stream time, read from the lake when the code location loads
+(Delta logs and the batch log, no Spark). Dagster partitions are fixed while a code location is
+loaded, so as stream time reaches a new day the location is reloaded (the live demo does it; in
+the UI: Deployment -> Reload). Before any data, the one partition is the spec's `start_date`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 from dagster import DailyPartitionsDefinition, PartitionKeyRange
+
+from joins.pipeline import PipelineLayout
+from joins.pipeline.observe import data_days, event_day
+
+log = logging.getLogger(__name__)
 
 DAY_MS = 86_400_000
 DAY_FORMAT = "%Y-%m-%d"
 
 
-def event_day_partitions(start_date: dt.date) -> DailyPartitionsDefinition:
-    """Daily UTC partitions from `start_date`; `end_offset=1` keeps today's (still open) day
-    selectable, since micro-batches write into it before it is over."""
-    return DailyPartitionsDefinition(start_date=start_date.strftime(DAY_FORMAT), timezone="UTC",
-                                     end_offset=1)
+def event_day_partitions(first: dt.date, last: dt.date | None = None) -> DailyPartitionsDefinition:
+    """Daily UTC partitions from `first` to `last` (both included; `last` defaults to `first`)."""
+    end = max(first, last or first) + dt.timedelta(days=1)
+    return DailyPartitionsDefinition(start_date=first.strftime(DAY_FORMAT),
+                                     end_date=end.strftime(DAY_FORMAT), timezone="UTC")
+
+
+def fitted_partitions(layout: PipelineLayout) -> DailyPartitionsDefinition:
+    """The event days the pipeline has data for (output days up to the join's stream time); the
+    spec's `start_date` alone before anything was joined, or when the lake cannot be read (a
+    code location must load even when its storage is down: the error is logged)."""
+    spec = layout.spec
+    try:
+        days = data_days(layout, spec.engine(layout).stream_time())
+    except Exception as exc:  # any storage error: fall back, and say so
+        log.warning("%s: cannot read the lake at %s for the partitions (%s); using start_date %s",
+                    spec.name, layout.root, exc, spec.start_date)
+        days = None
+    if days is None:
+        return event_day_partitions(spec.start_date)
+    return event_day_partitions(parse_day_key(days[0]), parse_day_key(days[1]))
 
 
 def day_of(ts_ms: int) -> dt.date:
     """The UTC event day of an event time in ms."""
-    return (dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ts_ms)).date()
+    return dt.date.fromisoformat(event_day(ts_ms))
 
 
 def day_key(day: dt.date) -> str:
@@ -59,3 +87,22 @@ def most_recent_complete_day(stream_time_ms: int, grace_ms: int | None) -> dt.da
     day is below stream time - grace, so a micro-batch can add no more in-grace rows to it."""
     # Day D is complete iff start(D + 1) <= stream time - grace, i.e. D + 1 <= day_of(bound).
     return day_of(stream_time_ms - (grace_ms or 0)) - dt.timedelta(days=1)
+
+
+def late_data_days(stream_time_ms: int, late_horizon_ms: int,
+                   partitions: DailyPartitionsDefinition) -> list[str]:
+    """The event days late data can still change (from the day of stream time - the late-data
+    horizon to the day of stream time), those of them that are partitions."""
+    days = days_in_range(day_of(max(0, stream_time_ms - late_horizon_ms)), day_of(stream_time_ms))
+    return [day_key(d) for d in days if partitions.has_partition_key(day_key(d))]
+
+
+def contiguous_ranges(days: list[str]) -> list[PartitionKeyRange]:
+    """Sorted day keys grouped into runs of consecutive days."""
+    out: list[PartitionKeyRange] = []
+    for key in sorted(days):
+        if out and parse_day_key(out[-1].end) + dt.timedelta(days=1) == parse_day_key(key):
+            out[-1] = PartitionKeyRange(out[-1].start, key)
+        else:
+            out.append(PartitionKeyRange(key, key))
+    return out

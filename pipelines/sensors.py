@@ -24,11 +24,13 @@ from dagster import (
     RunsFilter,
     SensorDefinition,
     SensorEvaluationContext,
+    SensorResult,
     SkipReason,
     sensor,
 )
 
 from assets.factory import MODE_MICROBATCH, MODE_TAG, PipelineAssets, layout_of
+from assets.observed import landing_observation
 from joins import lake as delta
 from joins.pipeline import PipelineInput
 from resources import LakeResource
@@ -64,7 +66,7 @@ def landing_sensor(pa: PipelineAssets, item: PipelineInput,
     @sensor(name=f"{source.name}_landing_sensor", job=job,
             minimum_interval_seconds=spec.sensor_interval_s,
             description=f"Ingests new files of the `{source.name}` landing folder.")
-    def _landing(context: SensorEvaluationContext, lake: LakeResource) -> RunRequest | SkipReason:
+    def _landing(context: SensorEvaluationContext, lake: LakeResource) -> SensorResult | SkipReason:
         from joins.ingest import ingest_in_progress, list_landing
 
         layout = layout_of(lake, spec)
@@ -82,11 +84,13 @@ def landing_sensor(pa: PipelineAssets, item: PipelineInput,
             return SkipReason(f"an ingest of {source.name} is running "
                               f"({holder.describe(int(time.time() * 1000))}); {len(new)} new "
                               f"file(s) go into the next run")
-        context.update_cursor(json.dumps({"files": sorted(seen | set(new))}))
-        return RunRequest(
+        request = RunRequest(
             run_key=landing_run_key(source.name, new),
             run_config={"ops": {op_name: {"config": {"files": new}}}},
             tags={"tj/source": source.name, "tj/new_files": str(len(new))})
+        # The landing folder's asset shows the files waiting for this run.
+        return SensorResult(run_requests=[request], asset_events=[landing_observation(layout, item)],
+                            cursor=json.dumps({"files": sorted(seen | set(new))}))
 
     return _landing
 

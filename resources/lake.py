@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from joins.pipeline import PipelineLayout, PipelineSpec
+
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
@@ -43,6 +45,12 @@ class LakeResource(ConfigurableResource):
         if text.startswith("file:"):
             raise ConfigError(f"lake.root: give a local directory as a plain path, got {text!r}")
         return os.path.abspath(os.path.expanduser(text))
+
+    def layout(self, spec: PipelineSpec) -> PipelineLayout:
+        """Where a pipeline's folders and tables live under this root."""
+        from joins.pipeline import PipelineLayout
+
+        return PipelineLayout(self.root_path(), spec)
 
     def table_path(self, name: str) -> str:
         """Path of table `name`: '/'-separated segments of letters, digits, '_', '.', '-'

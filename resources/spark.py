@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field
@@ -55,3 +56,22 @@ class SparkResource(ConfigurableResource):
 
     def get_session(self) -> SparkSession:
         return get_spark(self.settings())
+
+    def session_for(self, context: Any) -> SparkSession:
+        """The session, with a log line in the step's log saying which one (its Spark application
+        and process): a run's steps share one session, and this is how it shows."""
+        session = self.get_session()
+        context.log.info(f"{SESSION_LOG_PREFIX} {spark_identity(session)}")
+        return session
+
+
+SESSION_LOG_PREFIX = "Spark session:"
+
+
+def spark_identity(session: SparkSession) -> str:
+    """Which SparkSession this is: its application id (one per SparkContext) and process."""
+    try:
+        app = session.sparkContext.applicationId
+    except Exception:  # Spark Connect has no SparkContext
+        app = f"connect-{session.client.session_id}" if hasattr(session, "client") else "unknown"
+    return f"application {app}, process {os.getpid()}, session object {id(session):#x}"

@@ -9,16 +9,19 @@ from joins.audit.counts import (
     quarantine_by_kind,
     quarantine_counts,
 )
+from joins.audit.preview import QuarantinedRow, recent_quarantined
 from joins.audit.versioned import lookup_as_of, table_stream_time, versions_of_key
 
 __all__ = [
     "Duplicates",
     "QuarantineCounts",
+    "QuarantinedRow",
     "count_rows",
     "duplicate_rows",
     "lookup_as_of",
     "quarantine_by_kind",
     "quarantine_counts",
+    "recent_quarantined",
     "table_stream_time",
     "versions_of_key",
 ]

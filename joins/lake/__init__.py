@@ -7,6 +7,7 @@ in the project that imports `deltalake`.
     vacuum_orphans                 remove files of writes that never committed
     table_properties               Delta table properties (set_table_properties records new ones)
     Lease                          one writer at a time (a join, an ingest source)
+    table_summary                  rows (per partition), min / max: from the log's statistics
 """
 
 from joins.lake.changes import ChangeStats, change_stats, read_changes
@@ -22,6 +23,7 @@ from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.properties import set_table_properties, table_properties
 from joins.lake.read import read_delta
 from joins.lake.small import read_arrow, write_arrow
+from joins.lake.summary import TableSummary, commit_rows_by_partition, table_summary
 from joins.lake.table import delta_version, table_exists, table_schema, txn_version
 from joins.lake.vacuum import vacuum_orphans
 from joins.lake.write import write_delta
@@ -36,9 +38,11 @@ __all__ = [
     "LeaseLostError",
     "LeaseRecord",
     "SchemaMismatchError",
+    "TableSummary",
     "UnsupportedTableError",
     "WriterBusyError",
     "change_stats",
+    "commit_rows_by_partition",
     "committed_write",
     "delta_version",
     "read_arrow",
@@ -48,6 +52,7 @@ __all__ = [
     "table_exists",
     "table_properties",
     "table_schema",
+    "table_summary",
     "txn_version",
     "vacuum_orphans",
     "write_arrow",

@@ -67,7 +67,9 @@ class PipelineSpec(Spec):
     - `backfill_cron`: when that schedule runs (UTC);
     - `quarantine_threshold`: the largest share of quarantined input rows the quarantine check
       accepts (0.05 = 5 %);
-    - `sensor_interval_s`: how often the sensors look for new files and new Delta versions.
+    - `sensor_interval_s`: how often the sensors look for new files and new Delta versions;
+    - `check_interval_s`: how often, at most, the staleness sensor runs the agreement check
+      after micro-batches wrote (each run is a Spark job over the late-data horizon).
     """
 
     # An operator without a batch form (its output is kept by micro-batches only) gets no
@@ -82,6 +84,7 @@ class PipelineSpec(Spec):
     backfill_cron: StrictStr = "0 3 * * *"
     quarantine_threshold: StrictFloat | StrictInt = Field(default=0.05, ge=0, le=1)
     sensor_interval_s: StrictInt = Field(default=30, ge=1)
+    check_interval_s: StrictInt = Field(default=600, ge=1)
 
     @field_validator("name")
     @classmethod
@@ -117,6 +120,11 @@ class PipelineSpec(Spec):
         """How long the join holds records back for out-of-order data (a grace period): the
         latest complete event day is the one entirely behind stream time minus this."""
         return 0
+
+    def held_back_table(self, layout: PipelineLayout) -> str | None:
+        """The Delta table of the records the join holds back (a grace buffer), None when it
+        holds nothing back: what the UI shows as the pipeline's buffer."""
+        return None
 
     def summary(self) -> str:
         """One sentence for the join asset's description."""
@@ -211,6 +219,14 @@ class PipelineLayout:
     @property
     def join_quarantine(self) -> str:
         return self.join.quarantine
+
+    def quarantine_tables(self) -> dict[str, str]:
+        """Every quarantine table of the pipeline, by what it holds: each source's bad and
+        expired rows, then the join's (late records under `late: quarantine`)."""
+        out = {i.source.name: self.quarantine(i.source) for i in self.spec.pipeline_inputs()
+               if i.source is not None}   # an upstream pipeline's output: its own quarantine
+        out[self.spec.name] = self.join_quarantine
+        return out
 
 
 class PipelineEngine(Protocol):

@@ -23,6 +23,8 @@ class RunSummary:
     counters: dict[str, int] = field(default_factory=dict)
     # Operator-specific markdown sections (a lateness histogram, ...).
     details: dict[str, str] = field(default_factory=dict)
+    # Per-batch measures worth a plot over time (`lateness_p95_s`, ...): name -> number.
+    series: dict[str, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
     @property

@@ -21,3 +21,13 @@ def instance():
 
     with dg.instance_for_test() as inst:
         yield inst
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_defs_state_storage() -> None:
+    """Dagster keeps the current definitions-state storage in a context variable that some
+    in-process executions set and never reset; it then points at an instance an earlier test
+    disposed, and loading any `Definitions` later fails ("undefined DagsterInstance weakref")."""
+    from dagster._core.storage.defs_state.base import _current_storage
+
+    _current_storage.set(None)

@@ -25,21 +25,27 @@ def test_defs_validate() -> None:
     assert "accounts_per_country_backfill" not in repo.job_names
     assert {s.name for s in repo.sensor_defs} == {
         "orders_landing_sensor", "rates_landing_sensor", "orders_with_rates_microbatch_sensor",
+        "orders_with_rates_staleness_sensor",
         "customers_landing_sensor", "accounts_landing_sensor", "customer_accounts_microbatch_sensor",
-        "accounts_per_country_microbatch_sensor",
+        "customer_accounts_staleness_sensor", "accounts_per_country_microbatch_sensor",
         "order_events_landing_sensor", "deliveries_landing_sensor",
-        "orders_with_deliveries_microbatch_sensor",
+        "orders_with_deliveries_microbatch_sensor", "orders_with_deliveries_staleness_sensor",
         "order_updates_landing_sensor", "customer_profiles_landing_sensor",
-        "orders_with_customer_microbatch_sensor"}
+        "orders_with_customer_microbatch_sensor", "orders_with_customer_staleness_sensor"}
     assert sorted(s.name for s in repo.schedule_defs) == [
         "customer_accounts_nightly_backfill", "orders_with_customer_nightly_backfill",
         "orders_with_deliveries_nightly_backfill", "orders_with_rates_nightly_backfill"]
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"orders", "rates", "orders_with_rates", "customers", "accounts",
-                    "customer_accounts", "accounts_per_country", "order_events", "deliveries",
-                    "orders_with_deliveries", "order_updates", "customer_profiles",
-                    "orders_with_customer"}
+    joins = {"orders_with_rates", "customer_accounts", "accounts_per_country", "orders_with_deliveries",
+             "orders_with_customer"}
+    sources = {"orders", "rates", "customers", "accounts", "order_events", "deliveries",
+               "order_updates", "customer_profiles"}
+    assert keys == {*joins, *sources, *(f"{s}_landing" for s in sources),
+                    *(f"{j}_quarantine" for j in joins), "orders_with_rates_grace_buffer"}
+    # The landing folders feed the tables; quarantine and buffer are observed, not materialized.
+    assert graph.get(dg.AssetKey("orders")).parent_keys == {dg.AssetKey("orders_landing")}
+    assert graph.get(dg.AssetKey("orders_with_rates_quarantine")).is_observable
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     standard = {"backfill_agrees_with_stream", "no_duplicate_output_rows", "quarantine_below_threshold"}
     assert {name for asset, name in checks if asset == "orders_with_rates"} == standard

@@ -26,8 +26,9 @@ TINY = SampleConfig(days=2, waves=3, orders_per_day=12, rate_interval_ms=4 * HOU
 
 def test_the_yaml_spec_builds_two_event_assets_and_the_join() -> None:
     ja = build_pipeline_assets(DELIVERIES_SPEC)
-    assert [a.key.to_user_string() for a in ja.assets] == ["order_events", "deliveries",
-                                                         "orders_with_deliveries"]
+    assert [a.key.to_user_string() for a in ja.assets] == [
+        "order_events", "deliveries", "orders_with_deliveries", "order_events_landing",
+        "deliveries_landing", "orders_with_deliveries_quarantine"]
     assert ja.spec.hold_back_ms() == 3 * HOUR_MS
 
 
@@ -70,18 +71,24 @@ def test_ingest_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: 
                 _values(ev.event_specific_data.asset_observation.metadata)
                 for ev in result.all_events if ev.event_type_value == "ASSET_OBSERVATION"]
             md = mds[0]
+            # The batch's totals carry a `batch_` prefix (a day's materialization has its own rows).
             for key in ("buffered_left", "buffered_right", "late_left", "late_right",
                         "outer_rows_left", "outer_rows_right", "joined_rows",
                         "watermark_in_order_events_ts", "watermark_in_deliveries_ts",
                         "watermark_out_order_events_ts", "watermark_out_deliveries_ts"):
-                assert isinstance(md[key], int), key  # numeric: Dagster plots it per batch
-            assert "watermarks" in md and md["rows_in_left"] == len(wave.orders)
+                assert isinstance(md[f"batch_{key}"], int), key  # numeric: Dagster plots it per batch
+            assert "watermarks" in md and md["batch_rows_in_left"] == len(wave.orders)
             batches.append(md)
-        assert sum(b["joined_rows"] for b in batches) > 0
-        assert sum(b["outer_rows_left"] for b in batches) > 0      # orders without a delivery
-        assert sum(b["late_right"] for b in batches) == 1          # the late delivery, quarantined
+        assert sum(b["batch_joined_rows"] for b in batches) > 0
+        assert sum(b["batch_outer_rows_left"] for b in batches) > 0   # orders without a delivery
+        assert sum(b["batch_late_right"] for b in batches) == 1       # the late delivery, quarantined
+        # The partitions fit the data once the code location loads again (the UI's Reload).
+        defs = build_definitions([DELIVERIES_SPEC], lake_root=str(root), spark=resources["spark"])
+        # The agreement check is per event day: over the data's days, as the staleness sensor runs it.
+        days = {"dagster/asset_partition_range_start": "2024-03-01",
+                "dagster/asset_partition_range_end": "2024-03-02"}
         checks = _checks(defs.resolve_job_def(checks_job_name(ja.spec)).execute_in_process(
-            instance=instance, run_config=QUIET))
+            instance=instance, run_config=QUIET, tags=days))
         assert checks["no_duplicate_output_rows"] and checks["quarantine_below_threshold"]
         assert not checks["backfill_agrees_with_stream"]           # the late delivery's day
         day = "2024-03-01"
@@ -89,5 +96,5 @@ def test_ingest_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: 
         done = backfill.execute_in_process(instance=instance, run_config=QUIET, partition_key=day)
         assert _materializations(done)[0][1]["rows_added"] >= 1
         checks = _checks(defs.resolve_job_def(checks_job_name(ja.spec)).execute_in_process(
-            instance=instance, run_config=QUIET))
+            instance=instance, run_config=QUIET, tags=days))
         assert all(checks.values()), checks

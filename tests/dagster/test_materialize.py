@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 
 from assets.factory import build_pipeline_assets, layout_of
+from joins.lake import read_delta
 from pipelines.checks import AGREEMENT, NO_DUPLICATES, QUARANTINE, build_join_checks
 from pipelines.definitions import DEMO_SPEC, build_definitions
 from pipelines.sample_data import HOUR_MS, SampleConfig, generate, write_wave
@@ -32,6 +33,12 @@ def _materializations(result: dg.ExecuteInProcessResult) -> list[tuple[str | Non
     return [(ev.event_specific_data.materialization.partition,
              _values(ev.event_specific_data.materialization.metadata))
             for ev in result.all_events if ev.event_type_value == "ASSET_MATERIALIZATION"]
+
+
+def _observations(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
+    return {ev.event_specific_data.asset_observation.asset_key.to_user_string():
+            _values(ev.event_specific_data.asset_observation.metadata)
+            for ev in result.all_events if ev.event_type_value == "ASSET_OBSERVATION"}
 
 
 def _checks(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
@@ -57,6 +64,8 @@ def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
                        rates_dir=Path(layout.landing(ja.spec.table)))
             ingest = dg.materialize(ja.assets[:2], resources=resources, instance=instance,
                                     run_config=QUIET)
+            landing = _observations(ingest)["orders_landing"]
+            assert landing["files"] == wave.index + 1 and landing["files_waiting"] == 0
             by_asset = {ev.asset_key.path[0]: _values(ev.materialization.metadata)
                         for ev in ingest.get_asset_materialization_events()}
             assert set(by_asset) == {"rates", "orders"}
@@ -66,23 +75,39 @@ def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
                 assert md["rows_in"] == md["stored"] + md["expired"] + md["quarantined"]
                 assert md["table_path"] == str(root / "tables" / name)
                 assert md["batch_id"] == wave.index
+                assert md["dagster/row_count"] == read_delta(spark, md["table_path"]).count()
+                assert "ts" in [c.name for c in md["dagster/column_schema"].columns]
             assert by_asset["orders"]["stored"] == len(wave.orders)
 
-            mats = _materializations(microbatch.execute_in_process(instance=instance, run_config=QUIET))
+            run = microbatch.execute_in_process(instance=instance, run_config=QUIET)
+            mats = _materializations(run)
             assert mats, "the micro-batch reports the event days it wrote to"
             md = mats[0][1]
-            assert {"delta_version", "rows_in", "rows_out", "quarantined", "still_buffered",
-                    "stream_time", "event_days_touched", "lateness", "table_path",
-                    "late_joined"} <= set(md)
+            assert {"delta_version", "batch_rows_in", "rows_out", "batch_quarantined",
+                    "batch_still_buffered", "stream_time", "event_days_touched", "lateness",
+                    "table_path", "batch_late_joined", "dagster/row_count", "dagster/column_schema",
+                    "lateness_p95_s", "watermark", "watermark_lag_s"} <= set(md)
             assert md["event_days_touched"] == ", ".join(sorted(p for p, _ in mats))
-            assert md["rows_in_stream"] == len(wave.orders)
+            assert md["batch_rows_in_stream"] == len(wave.orders)
             assert md["table_path"] == str(root / "joins" / "orders_with_rates" / "output")
             assert "p95" in md["lateness"]
+            # Each day carries its own rows: what the batch wrote there, and the day's total.
+            assert sum(d["rows_out"] for _, d in mats) == md["batch_rows_out"]
+            output = read_delta(spark, md["table_path"])
+            for day, d in mats:
+                assert d["event_day"] == day
+                assert d["dagster/row_count"] == output.where(f"event_date = '{day}'").count()
+            held = _observations(run)["orders_with_rates_grace_buffer"]
+            assert held["held_rows"] == md["batch_still_buffered"]
             batches.append(md)
-        # The last wave carries one bad rate row and one expired rate.
+        # The last wave carries one bad rate row and one expired rate, shown with their reasons.
         assert by_asset["rates"]["quarantined"] == 1 and by_asset["rates"]["expired"] == 1
+        quarantine = _observations(ingest)["orders_with_rates_quarantine"]
+        assert quarantine["dagster/row_count"] == 2 and quarantine["rows_from_rates"] == 2
+        assert "expected a number (double), got 'n/a'" in quarantine["recent"]
+        assert "expired: ts" in quarantine["recent"]
         # A left join emits every stream record once it left the grace buffer.
-        assert sum(b["rows_out"] for b in batches) + batches[-1]["still_buffered"] == n_orders
+        assert sum(b["batch_rows_out"] for b in batches) + batches[-1]["batch_still_buffered"] == n_orders
 
         # Nothing new: the run does not materialize (the files were taken).
         again = dg.materialize([ja.inputs["table"]], resources=resources, instance=instance, run_config=QUIET)
@@ -93,7 +118,8 @@ def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
         [(partition, bmd)] = _materializations(backfill)
         assert partition == "2024-03-01"
         assert {"delta_version", "rows_out", "rows_added", "rows_removed", "rows_changed", "difference",
-                "event_days_touched", "table_path"} <= set(bmd)
+                "event_days_touched", "table_path", "dagster/row_count", "event_day"} <= set(bmd)
+        assert bmd["dagster/row_count"] == bmd["rows_out"]
         # Grace covers the disorder and no table update came late: nothing to correct.
         assert bmd["agrees_with_microbatches"], bmd["difference"]
         assert bmd["rows_out"] > 0

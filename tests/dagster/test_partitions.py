@@ -1,19 +1,27 @@
-"""Event-day arithmetic shared by the sensors, the schedule and the checks."""
+"""Event-day partitions that fit the data, and the day arithmetic the sensors, the schedule and
+the checks share."""
 
 from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from joins.operators.stream_table_join.pipeline import StreamTableJoinEngine
+from joins.pipeline import PipelineLayout, observe, parse_pipeline_spec
+from pipelines.definitions import DEMO_SPEC
 from pipelines.partitions import (
     DAY_MS,
+    contiguous_ranges,
     day_key,
     day_of,
     day_start_ms,
     event_day_partitions,
+    fitted_partitions,
     horizon_range,
+    late_data_days,
     most_recent_complete_day,
     parse_day_key,
 )
@@ -22,10 +30,50 @@ START = dt.date(2024, 3, 1)
 times = st.integers(min_value=day_start_ms(START), max_value=day_start_ms(dt.date(2030, 1, 1)))
 
 
-def test_partitions_are_utc_days_from_the_start_date() -> None:
-    parts = event_day_partitions(START)
-    assert parts.get_first_partition_key() == "2024-03-01"
-    assert parts.has_partition_key("2024-03-02") and not parts.has_partition_key("2024-02-29")
+def test_partitions_are_utc_days_from_first_to_last() -> None:
+    parts = event_day_partitions(START, dt.date(2024, 3, 3))
+    assert parts.get_partition_keys() == ["2024-03-01", "2024-03-02", "2024-03-03"]
+    assert event_day_partitions(START).get_partition_keys() == ["2024-03-01"]
+
+
+def _layout(tmp_path) -> PipelineLayout:
+    return PipelineLayout(str(tmp_path), parse_pipeline_spec(DEMO_SPEC))
+
+
+def test_partitions_fit_the_data(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From the first day with output to the day of the join's stream time: no empty future,
+    no days before the data, whatever the spec's start date."""
+    layout = _layout(tmp_path)
+    # Nothing joined yet: the spec's start date alone.
+    assert fitted_partitions(layout).get_partition_keys() == ["2024-03-01"]
+    monkeypatch.setattr(observe, "day_rows", lambda layout: {"2024-03-05": 10, "2024-03-06": 3})
+    stream_time = day_start_ms(dt.date(2024, 3, 8)) + 3_600_000   # buffered records of 03-08
+    monkeypatch.setattr(StreamTableJoinEngine, "stream_time", lambda self: stream_time)
+    assert fitted_partitions(layout).get_partition_keys() == [
+        "2024-03-05", "2024-03-06", "2024-03-07", "2024-03-08"]
+
+
+def test_a_lake_that_cannot_be_read_falls_back_to_the_start_date(tmp_path, monkeypatch) -> None:
+    def broken(layout):
+        raise OSError("storage unreachable")
+
+    monkeypatch.setattr(observe, "day_rows", broken)
+    monkeypatch.setattr(StreamTableJoinEngine, "stream_time", lambda self: 0)
+    assert fitted_partitions(_layout(tmp_path)).get_partition_keys() == ["2024-03-01"]
+
+
+def test_late_data_days_and_contiguous_ranges() -> None:
+    parts = event_day_partitions(START, dt.date(2024, 3, 10))
+    st = day_start_ms(dt.date(2024, 3, 5)) + 3_600_000
+    assert late_data_days(st, DAY_MS, parts) == ["2024-03-04", "2024-03-05"]
+    assert late_data_days(st, 3 * DAY_MS, parts) == ["2024-03-02", "2024-03-03", "2024-03-04",
+                                                     "2024-03-05"]
+    # Clipped to the partitions (the first day, and a stream time past the loaded days).
+    assert late_data_days(day_start_ms(START), 5 * DAY_MS, parts) == ["2024-03-01"]
+    assert late_data_days(day_start_ms(dt.date(2024, 3, 12)), DAY_MS, parts) == []
+    ranges = contiguous_ranges(["2024-03-05", "2024-03-01", "2024-03-02", "2024-03-07", "2024-03-06"])
+    assert [(r.start, r.end) for r in ranges] == [("2024-03-01", "2024-03-02"),
+                                                  ("2024-03-05", "2024-03-07")]
 
 
 @given(times)

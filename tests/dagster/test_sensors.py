@@ -131,3 +131,56 @@ def test_microbatch_sensor(defs, instance, lake_root: Path, monkeypatch: pytest.
     nxt = _tick(defs, name, instance, first.cursor, lake_root)
     assert nxt.run_requests[0].run_key == "orders_with_rates:rates-v4:orders-v5"
     assert json.loads(nxt.cursor) == {"rates": 4, "orders": 5}
+
+
+def test_landing_sensor_shows_the_files_waiting(defs, instance, lake_root: Path) -> None:
+    folder = lake_root / "landing" / "orders"
+    _land(folder, "0000-orders.jsonl")
+    _land(folder, "0001-orders.jsonl")
+    tick = _tick(defs, "orders_landing_sensor", instance, None, lake_root)
+    [event] = tick.asset_events
+    assert event.asset_key == dg.AssetKey("orders_landing")
+    md = {k: v.value for k, v in event.metadata.items()}
+    assert (md["files"], md["files_waiting"], md["files_ingested"]) == (2, 2, 0)
+    assert "`0001-orders.jsonl`" in md["waiting"]
+
+
+def test_staleness_sensor_checks_the_late_data_horizon_after_micro_batches(
+        instance, lake_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from joins.operators.stream_table_join.pipeline import StreamTableJoinEngine
+    from joins.pipeline import observe
+    from pipelines.partitions import DAY_MS
+
+    days = ["2024-03-01", "2024-03-02", "2024-03-03"]
+    monkeypatch.setattr(observe, "day_rows", lambda layout: dict.fromkeys(days, 5))
+    stream_time = 19_785 * DAY_MS + 3_600_000  # 2024-03-03 01:00 UTC
+    monkeypatch.setattr(StreamTableJoinEngine, "stream_time", lambda self: stream_time)
+    defs = build_definitions([DEMO_SPEC], lake_root=str(lake_root))
+    name = "orders_with_rates_staleness_sensor"
+    assert defs.resolve_sensor_def(name).job_name == "orders_with_rates_checks"
+
+    assert _tick(defs, name, instance, None, lake_root).skip_message == \
+        "nothing materialized orders_with_rates yet"
+    instance.report_runless_asset_event(dg.AssetMaterialization(
+        "orders_with_rates", partition="2024-03-03", tags={"tj/mode": "microbatch"}))
+    first = _tick(defs, name, instance, None, lake_root)
+    [rr] = first.run_requests
+    # History retention is 24 h: late data can still change 03-02 and 03-03.
+    assert (rr.tags["dagster/asset_partition_range_start"],
+            rr.tags["dagster/asset_partition_range_end"]) == ("2024-03-02", "2024-03-03")
+    again = _tick(defs, name, instance, first.cursor, lake_root)
+    assert not again.run_requests and again.skip_message.startswith(
+        "no materialization of orders_with_rates since the last check")
+
+    instance.report_runless_asset_event(dg.AssetMaterialization(
+        "orders_with_rates", partition="2024-03-02", tags={"tj/mode": "backfill"}))
+    backfilled = _tick(defs, name, instance, first.cursor, lake_root)
+    assert not backfilled.run_requests and backfilled.cursor != first.cursor
+    assert "backfill" in backfilled.skip_message
+
+    instance.report_runless_asset_event(dg.AssetMaterialization(
+        "orders_with_rates", partition="2024-03-03", tags={"tj/mode": "microbatch"}))
+    run = create_run_for_test(instance, job_name="orders_with_rates_checks",
+                              status=dg.DagsterRunStatus.STARTED)
+    busy = _tick(defs, name, instance, backfilled.cursor, lake_root)
+    assert not busy.run_requests and run.run_id[:8] in busy.skip_message

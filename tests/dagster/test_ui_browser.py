@@ -1,214 +1,213 @@
-"""The Dagster UI shows the assets, their lineage, the join's latest materialization and its metadata.
+"""What a data engineer sees in the Dagster UI after `./tj demo`: the lineage, the join's
+materializations and metadata, partitions that start at the data's first day, the quarantine
+with its rows and reasons, and a day that late data made stale, then fresh after the backfill.
 
-The demo's pipeline runs (tiny data) into a temporary DAGSTER_HOME and lake; `dagster-webserver`
-serves them on a free loopback port (own process group, killed at teardown); headless Chromium
-(Debian's, through Playwright: `playwright install` cannot download here) opens the global asset
-lineage and the join asset's page.
-
-Outside CI the test is skipped when /usr/bin/chromium is missing; with CI=true it fails instead.
+The demo (tiny data) runs into a temporary DAGSTER_HOME and lake; `dagster-webserver` serves
+them on a free loopback port (own process group, stopped at teardown); headless Chromium opens
+the pages and saves a screenshot of each under `var/screenshots/` (tests/dagster/browser.py).
+The live demo's sensor page is `test_ui_live.py`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.spark]
+from tests.dagster.browser import (
+    assert_shows,
+    browser_page,
+    require_browser,
+    shot,
+    skip_without_browser,
+    text_after_load,
+)
 
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("TJ_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.spark]
+skip_without_browser()
+
 JOIN = "orders_with_rates"
 # The demo's second pipeline: the primary-key table-table join and the count on top of it.
 TABLE_JOIN, COUNT = "customer_accounts", "accounts_per_country"
-SCREENSHOTS = Path(os.environ.get("TJ_SCREENSHOT_DIR", "/tmp/tj-ui-screenshots"))
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def _missing_browser() -> str | None:
-    """Why the browser test cannot run here (None: it can)."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install -e '.[dev]')"
-    if not os.path.exists(CHROMIUM):
-        return f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set TJ_CHROMIUM)"
-    return None
-
-
-# Decided at collection, before any fixture starts Spark: outside CI a missing browser skips with
-# the reason; in CI the test must run, so it fails instead (in `dagster_home`).
-if _missing_browser() and not _in_ci():
-    pytest.skip(str(_missing_browser()), allow_module_level=True)
-
-
-def _require_browser() -> None:
-    reason = _missing_browser()
-    if reason:
-        pytest.fail(f"{reason}; CI must run the browser test")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+AGREEMENT = "backfill_agrees_with_stream"
 
 
 @pytest.fixture(scope="module")
-def dagster_home(spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    """Run the demo pipeline on tiny data; yields (DAGSTER_HOME, lake root)."""
-    _require_browser()
+def demo_lake(spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """Run the demo on tiny data; yields (DAGSTER_HOME, lake root)."""
+    require_browser()
     import dagster as dg
 
     from pipelines.demo import run
+    from pipelines.instance import prepare_dagster_home
     from pipelines.sample_data import HOUR_MS, SampleConfig
 
     base = tmp_path_factory.mktemp("ui")
-    home, root = base / "dagster_home", base / "lake"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    home, root = prepare_dagster_home(base / "dagster_home"), base / "lake"
+    # Late rate updates (the sample's default): a day goes stale, the nightly run backfills it.
     sample = SampleConfig(days=2, waves=3, orders_per_day=12, rate_interval_ms=4 * HOUR_MS,
-                          late_orders=0, late_rates=0)
+                          late_orders=0)
     instance = dg.DagsterInstance.from_config(str(home))
     try:
         result = run(root, sample=sample, instance=instance, echo=False)
     finally:
         instance.dispose()
-    assert result.batches and result.backfill, "the demo pipeline materialized nothing"
+    assert result.batches, "the demo pipeline materialized nothing"
     yield home, root
 
 
 @pytest.fixture(scope="module")
-def webserver(dagster_home: tuple[Path, Path]) -> Iterator[str]:
-    home, root = dagster_home
-    port = _free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "TJ_LAKE_ROOT": str(root),
-           "PYTHONPATH": str(REPO)}
-    log = open(home / "webserver.log", "wb")  # noqa: SIM115 - closed at teardown
-    exe = Path(sys.executable).with_name("dagster-webserver")
-    proc = subprocess.Popen(
-        [str(exe), "-w", str(REPO / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"dagster-webserver exited with {proc.returncode}: "
-                                     f"{(home / 'webserver.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/server_info", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError("dagster-webserver did not answer within 180 s")
-            time.sleep(1)
-        yield url
-    finally:
-        # The webserver forks a code server: end the whole process group it leads.
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
+def webserver(demo_lake: tuple[Path, Path]) -> Iterator[str]:
+    from pipelines.dagster_server import DagsterServer
+
+    home, root = demo_lake
+    with DagsterServer(home=home, env={"TJ_LAKE_ROOT": str(root)}, daemon=False,
+                       ready_timeout_s=180) as server:
+        yield server.url
 
 
-def _text_after_load(page, must_contain: list[str], *, absent: tuple[str, ...] = (),
-                     timeout_s: float = 60) -> str:
-    """The page's visible text once it shows every string of `must_contain` and none of
-    `absent` (or whatever it shows at the timeout)."""
-    deadline = time.monotonic() + timeout_s
-    text = ""
-    while time.monotonic() < deadline:
-        _dismiss_onboarding(page)
-        text = page.inner_text("body")
-        if all(s in text for s in must_contain) and not any(s in text for s in absent):
-            return text
-        time.sleep(0.5)
+@pytest.fixture(scope="module")
+def page(webserver: str) -> Iterator[Any]:
+    with browser_page() as p:
+        yield p
+
+
+def _open(page: Any, url: str, wanted: list[str], name: str, *,
+          absent: tuple[str, ...] = ()) -> str:
+    page.goto(url, wait_until="domcontentloaded")
+    text = text_after_load(page, wanted, absent=absent)
+    shot(page, name)
+    assert_shows(text, wanted, url)
     return text
 
 
-def _dismiss_onboarding(page) -> None:
-    # A first visit shows a "Join the Dagster community" dialog over the page.
-    skip = page.get_by_role("button", name="Skip")
-    if skip.count() and skip.first.is_visible():
-        skip.first.click()
+def test_lineage_and_join_asset_pages(webserver: str, page: Any) -> None:
+    # The global lineage shows one node per pipeline (its group; the count reads the join).
+    text = _open(page, f"{webserver}/asset-groups",
+                 ["Global asset lineage", JOIN, TABLE_JOIN, COUNT, "orders_with_deliveries"],
+                 "lineage", absent=("Loading",))
+    assert "Loading" not in text, "the lineage nodes never finished loading"
+    # No "join the Dagster community" dialog: the instance config turns it off.
+    assert "Join the Dagster community" not in text
+    # The join's own lineage: its inputs and the quarantine it feeds.
+    _open(page, f"{webserver}/assets/{JOIN}?view=lineage", ["orders", "rates", f"{JOIN}_quarantine"],
+          "join_lineage")
+
+    # The latest materialization's metadata is on the overview.
+    _open(page, f"{webserver}/assets/{JOIN}", ["Latest materialization", "rows_out",
+                                               "delta_version", "event_days_touched",
+                                               "table_path", "mode"], "join_overview")
+    # Micro-batch and backfill materializations, per event-day partition, each with its rows.
+    _open(page, f"{webserver}/assets/{JOIN}?view=events",
+          ["rows_out", "delta_version", "2024-03-01", "2024-03-02", "event_day"],
+          "join_events")
+
+    # The table-table join: its latest materialization is the backfill of its temporal history;
+    # its micro-batches report updates in per side, results out, out-of-order updates ignored
+    # and expired ones, and the Delta version.
+    _open(page, f"{webserver}/assets/{TABLE_JOIN}", ["Latest materialization", "rows_out",
+                                                     "delta_version", "event_days_touched",
+                                                     "backfill"], "table_join_overview")
+    # The events list: each event day's materializations; the selected (latest) one is the
+    # backfill's (the micro-batches' per-side counters are asserted in test_table_pipelines).
+    _open(page, f"{webserver}/assets/{TABLE_JOIN}?view=events",
+          ["2024-03-01", "2024-03-02", "mode", "rows_out", "delta_version"], "table_join_events")
 
 
-def test_lineage_and_join_asset_page(webserver: str) -> None:
-    from playwright.sync_api import sync_playwright
+def test_partitions_start_at_the_first_day_with_data(webserver: str, page: Any) -> None:
+    text = _open(page, f"{webserver}/assets/{JOIN}?view=partitions", ["2024-03-01", "2024-03-02"],
+                 "join_partitions")
+    # The tiny sample's data spans 2024-03-01 .. 03-02 (stream time may reach 03-03): a handful
+    # of partitions, not one a day since start_date up to today.
+    assert "2024-02-29" not in text
+    assert "2025-" not in text and "2026-" not in text, text[:3000]
 
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            page.goto(f"{webserver}/asset-groups", wait_until="domcontentloaded")
-            lineage = [JOIN, "orders", "rates", TABLE_JOIN, "customers", "accounts", COUNT]
-            text = _text_after_load(page, ["Global asset lineage", *lineage], absent=("Loading",),
-                                    timeout_s=20)
-            if not all(asset in text for asset in lineage):
-                # With five pipelines (asset groups) the lineage opens with every group
-                # collapsed; the UI's shortcut ⌥E expands them all, and the canvas draws only
-                # the nodes in view: a click on a group in the side tree brings it into view.
-                page.keyboard.press("Alt+KeyE")
-                for group in (TABLE_JOIN, COUNT, JOIN):
-                    page.get_by_text(group, exact=True).first.click()
-                    text += _text_after_load(page, ["Global asset lineage", group],
-                                             absent=("Loading",), timeout_s=10)
-            page.screenshot(path=str(SCREENSHOTS / "lineage.png"))
-            for asset in lineage:
-                assert asset in text, f"lineage does not show {asset}: {text[:1500]}"
-            assert "Loading" not in text, "the lineage nodes never finished loading"
 
-            page.goto(f"{webserver}/assets/{JOIN}", wait_until="domcontentloaded")
-            text = _text_after_load(page, ["Latest materialization", "rows_out", "delta_version"])
-            page.screenshot(path=str(SCREENSHOTS / "join_overview.png"), full_page=True)
-            assert "Latest materialization" in text, text[:3000]
-            # The latest materialization is the backfill; its metadata is on the overview.
-            for key in ("rows_out", "delta_version", "event_days_touched", "table_path", "backfill"):
-                assert key in text, f"{key!r} not on the asset page: {text[:3000]}"
+def test_quarantine_asset_shows_rows_and_reasons(webserver: str, page: Any) -> None:
+    import time
 
-            page.goto(f"{webserver}/assets/{JOIN}?view=events", wait_until="domcontentloaded")
-            text = _text_after_load(page, ["rows_out", "delta_version", "2024-03-01"])
-            page.screenshot(path=str(SCREENSHOTS / "join_events.png"), full_page=True)
-            # Micro-batch and backfill materializations, per event-day partition.
-            assert "2024-03-01" in text and "2024-03-02" in text, text[:3000]
-            assert "rows_out" in text and "delta_version" in text, text[:3000]
+    text = _open(page, f"{webserver}/assets/{JOIN}_quarantine",
+                 ["recent", "by_reason", "rows_from_rates", "Row count"], "quarantine")
+    # Markdown metadata opens in a dialog: the newest quarantined rows with their reasons.
+    links = page.get_by_text("[Show Markdown]")
+    for i in range(links.count()):
+        links.nth(i).click()
+        time.sleep(1)
+        shown = page.inner_text("body")
+        if "expected a number" in shown and not text.count("expected a number"):
+            shot(page, "quarantine_recent")
+        text += shown
+        page.keyboard.press("Escape")
+        time.sleep(0.5)
+    # Rows per reason (bad records, expired table updates); the newest rows are in `recent`.
+    assert_shows(text, ["bad_record", "expired"], "the quarantine asset")
 
-            # The table-table join: its latest materialization is the backfill of its temporal
-            # history; its micro-batches report updates in per side, results out, out-of-order
-            # updates ignored and expired ones, and the Delta version.
-            page.goto(f"{webserver}/assets/{TABLE_JOIN}", wait_until="domcontentloaded")
-            text = _text_after_load(page, ["Latest materialization", "rows_out", "delta_version"])
-            page.screenshot(path=str(SCREENSHOTS / "table_join_overview.png"), full_page=True)
-            for key in ("Latest materialization", "rows_out", "delta_version", "event_days_touched",
-                        "backfill"):
-                assert key in text, f"{key!r} not on the {TABLE_JOIN} page: {text[:3000]}"
-            page.goto(f"{webserver}/assets/{TABLE_JOIN}?view=events", wait_until="domcontentloaded")
-            wanted = ["rows_in_left", "rows_in_right", "out_of_order_ignored_left", "expired_right",
-                      "rows_out", "delta_version"]
-            text = _text_after_load(page, wanted)
-            page.screenshot(path=str(SCREENSHOTS / "table_join_events.png"), full_page=True)
-            for key in wanted:
-                assert key in text, f"{key!r} not in the {TABLE_JOIN} events: {text[:3000]}"
-        finally:
-            browser.close()
+
+def _land_late_rate_corrections(root: Path) -> None:
+    """Rate updates for the hours the micro-batches already joined (within history retention,
+    so they are stored): the orders of those hours now get other rates in the batch form."""
+    from joins import lake
+    from joins.pipeline import PipelineLayout, parse_pipeline_spec
+    from pipelines.definitions import DEMO_SPEC
+    from pipelines.sample_data import BASE_RATES, HOUR_MS, Wave, write_wave
+
+    spec = parse_pipeline_spec(DEMO_SPEC)
+    layout = PipelineLayout(str(root), spec)
+    summary = lake.table_summary(layout.input_table("table"), columns=["ts"])
+    assert summary is not None
+    newest = int(summary.max["ts"])
+    rates = [{"currency": c, "rate": round(r * (1.5 + k / 10), 6), "ts": newest - k * 3 * HOUR_MS}
+             for c, r in BASE_RATES.items() for k in range(1, 7)]
+    write_wave(Wave(index=900, rates=rates), orders_dir=root / "unused_orders",
+               rates_dir=Path(layout.landing(spec.table)))
+
+
+def _check_partitions(page: Any, webserver: str, name: str, wanted: list[str]) -> str:
+    return _open(page, f"{webserver}/assets/{JOIN}?view=checks&checkDetail={AGREEMENT}", wanted,
+                 name)
+
+
+def test_a_day_late_data_made_stale_then_fresh_after_the_backfill(
+        webserver: str, page: Any, demo_lake: tuple[Path, Path]) -> None:
+    import dagster as dg
+
+    from joins.pipeline import PipelineLayout, parse_pipeline_spec
+    from pipelines.checks import stale_days
+    from pipelines.definitions import DEMO_SPEC, checks_job_name
+    from pipelines.demo_runner import Demo
+    from pipelines.partitions import late_data_days
+    from pipelines.schedules import RANGE_END_TAG, RANGE_START_TAG
+
+    home, root = demo_lake
+    _land_late_rate_corrections(root)
+    instance = dg.DagsterInstance.from_config(str(home))
+    try:
+        demo = Demo(root, instance, echo=False)
+        for _ in demo.sensor_runs("rates_landing_sensor"):
+            pass
+        for _ in demo.sensor_runs(f"{JOIN}_microbatch_sensor"):
+            pass
+        parsed = parse_pipeline_spec(DEMO_SPEC)
+        stream_time = parsed.engine(PipelineLayout(str(root), parsed)).stream_time()
+        assert stream_time is not None
+        partitions = demo.defs.resolve_assets_def(JOIN).partitions_def
+        days = late_data_days(stream_time, parsed.late_horizon_ms, partitions)
+        # What the staleness sensor asks for after a micro-batch (or "Execute checks" in the UI).
+        demo.execute(checks_job_name(parsed), dg.RunRequest(
+            tags={RANGE_START_TAG: days[0], RANGE_END_TAG: days[-1]}))
+        stale, checked = stale_days(instance, dg.AssetKey(JOIN), days)
+        assert stale and checked == days, (stale, checked)
+        text = _check_partitions(page, webserver, "stale_day", [AGREEMENT, *stale])
+        assert any(w in text for w in ("Warning", "Failed", "failed")), text[:3000]
+
+        # The nightly schedule backfills exactly the stale days; their check passes again.
+        ran = demo.nightly(parsed)
+        assert sorted({p for p, _ in ran.materializations}) == sorted(stale)
+        still, _ = stale_days(instance, dg.AssetKey(JOIN), days)
+        assert still == [], still
+        text = _check_partitions(page, webserver, "fresh_after_backfill", [AGREEMENT, *stale])
+        assert "Passed" in text or "passed" in text or "Succeeded" in text, text[:3000]
+    finally:
+        instance.dispose()

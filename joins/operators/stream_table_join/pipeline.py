@@ -96,6 +96,11 @@ class StreamTableJoinPipeline(PipelineSpec):
     def hold_back_ms(self) -> int:
         return self.grace_ms or 0
 
+    def held_back_table(self, layout: PipelineLayout) -> str | None:
+        from joins.operators.stream_table_join.state import JoinPaths
+
+        return None if self.grace_ms is None else JoinPaths(layout.join_root).buffer
+
     @property
     def late_horizon_ms(self) -> int:
         """Late table updates are stored within history retention, late stream records are
@@ -132,7 +137,7 @@ class StreamTableJoinEngine:
         return JoinPaths(self.layout.join_root)
 
     def microbatch(self, spark: SparkSession) -> RunSummary:
-        from joins.operators.stream_table_join.report import lateness_markdown
+        from joins.operators.stream_table_join.report import lateness_markdown, lateness_series
         from joins.operators.stream_table_join.spark_incremental import run_microbatch
 
         r = run_microbatch(spark, self.spec.engine_spec(), self._paths(),
@@ -152,6 +157,7 @@ class StreamTableJoinEngine:
                       "inner_unmatched": r.inner_unmatched,
                       "lookup_beyond_history_retention": r.lookup_beyond_history_retention},
             details={} if r.skipped else {"lateness": lateness_markdown(r.lateness)},
+            series={} if r.skipped else lateness_series(r.lateness),
             timings=dict(r.timings))
 
     def backfill(self, spark: SparkSession, days: Sequence[str], *,

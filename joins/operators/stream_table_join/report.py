@@ -124,6 +124,12 @@ def _ms_text(ms: int | None) -> str:
     return f"{ms} ms"
 
 
+def lateness_series(lat: LatenessStats) -> dict[str, float]:
+    """The batch's lateness percentiles in seconds, to plot over batches (none without records)."""
+    named = {"lateness_p50_s": lat.p50_ms, "lateness_p95_s": lat.p95_ms, "lateness_max_s": lat.max_ms}
+    return {k: v / 1000 for k, v in named.items() if v is not None}
+
+
 def lateness_markdown(lat: LatenessStats) -> str:
     """A small table: percentiles, then a text histogram of how late records arrived."""
     if lat.records == 0:

@@ -1,0 +1,137 @@
+"""What a pipeline looks like right now, for people watching it: output rows per event day,
+which days have data, how far the join trails its inputs, what waits in the landing folders.
+
+Every answer here reads Delta logs, landing folder listings and the join's batch log only (no
+Spark job), so sensors, observations and run metadata can afford it on every tick. They work
+for any operator: the output table is partitioned by event day (`event_date`) and every input
+table stores its event time as `ts`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from joins import lake
+
+if TYPE_CHECKING:
+    from joins.pipeline.spec import PipelineInput, PipelineLayout
+
+EVENT_DATE = "event_date"
+TS = "ts"
+DAY_MS = 86_400_000
+
+
+def event_day(ts_ms: int) -> str:
+    """The UTC event day (YYYY-MM-DD) of an event time in ms."""
+    stamp = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ts_ms)
+    return stamp.date().isoformat()
+
+
+def day_rows(layout: PipelineLayout) -> dict[str, int | None]:
+    """Output rows per event day, now (None for a day whose files carry no row count)."""
+    summary = lake.table_summary(layout.output, partition_column=EVENT_DATE)
+    return {} if summary is None else dict(sorted(summary.rows_by_partition.items()))
+
+
+def batch_day_rows(layout: PipelineLayout, output_version: int | None) -> dict[str, int | None]:
+    """Rows one commit (a micro-batch's output commit) wrote per event day."""
+    if output_version is None:
+        return {}
+    return lake.commit_rows_by_partition(layout.output, output_version, EVENT_DATE)
+
+
+def data_days(layout: PipelineLayout, stream_time: int | None) -> tuple[str, str] | None:
+    """The first and last event day the pipeline has data for: the output's days, up to the day
+    of the join's stream time (the buffer may hold records of a day not written yet). None:
+    nothing was joined yet."""
+    days = [d for d in day_rows(layout)]
+    if stream_time is not None:
+        days.append(event_day(stream_time))
+    return (min(days), max(days)) if days else None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where the join stands in event time.
+
+    `watermark`: stream time minus the hold-back (grace): output rows before it are final, short
+    of late records. `newest_input`: the largest event time landed in any input table. Their
+    difference, `lag_ms`, is how far the join's final output trails its inputs in event time:
+    about the grace period when micro-batches keep up, growing when they fall behind.
+    """
+
+    stream_time: int | None
+    hold_back_ms: int
+    newest_input: int | None
+    held_rows: int | None = None        # None: the join holds nothing back (no buffer table)
+    oldest_held: int | None = None
+    newest_held: int | None = None
+
+    @property
+    def watermark(self) -> int | None:
+        return None if self.stream_time is None else self.stream_time - self.hold_back_ms
+
+    @property
+    def lag_ms(self) -> int | None:
+        if self.watermark is None or self.newest_input is None:
+            return None
+        return max(0, self.newest_input - self.watermark)
+
+
+def newest_input_time(layout: PipelineLayout) -> int | None:
+    """The largest event time stored in any input table (from file statistics)."""
+    newest: int | None = None
+    for item in layout.spec.pipeline_inputs():
+        summary = lake.table_summary(layout.input_table(item.role), columns=[TS])
+        high = None if summary is None else summary.max.get(TS)
+        if isinstance(high, int) and (newest is None or high > newest):
+            newest = high
+    return newest
+
+
+def progress(layout: PipelineLayout, stream_time: int | None) -> Progress:
+    spec = layout.spec
+    buffer = spec.held_back_table(layout)
+    held = oldest = newest = None
+    if buffer is not None:
+        summary = lake.table_summary(buffer, columns=[TS])
+        held = 0 if summary is None else summary.rows
+        if summary is not None and summary.rows:
+            oldest, newest = summary.min.get(TS), summary.max.get(TS)
+    return Progress(stream_time=stream_time, hold_back_ms=spec.hold_back_ms(),
+                    newest_input=newest_input_time(layout), held_rows=held,
+                    oldest_held=oldest, newest_held=newest)
+
+
+@dataclass(frozen=True)
+class LandingStatus:
+    """A landing folder: what landed, what the ingest has taken (read or quarantined whole) and
+    what waits for the next ingest run."""
+
+    folder: str
+    files: int
+    taken: int
+    pending: tuple[str, ...]
+    quarantined_files: int
+    newest_file: str | None
+
+
+def landing_status(layout: PipelineLayout, item: PipelineInput) -> LandingStatus:
+    from joins.ingest import list_landing
+
+    folder = layout.landing(item.source)
+    landed = list_landing(folder)
+    manifest = lake.read_arrow(layout.manifest(item.source))
+    taken: set[str] = set()
+    quarantined = 0
+    if manifest is not None:
+        names = manifest.column("file").to_pylist()
+        status = (manifest.column("status").to_pylist() if "status" in manifest.column_names
+                  else ["ingest"] * len(names))
+        taken = set(names)
+        quarantined = sum(1 for s in status if s == "quarantined")
+    return LandingStatus(folder=folder, files=len(landed), taken=len(taken & set(landed)),
+                         pending=tuple(f for f in landed if f not in taken),
+                         quarantined_files=quarantined, newest_file=landed[-1] if landed else None)

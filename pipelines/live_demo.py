@@ -1,0 +1,127 @@
+"""The live demo (`./tj demo --live`, i.e. `python -m pipelines.live_demo`): the Dagster UI on
+127.0.0.1 with the sensors and the nightly schedule on, and a generator that lands out-of-order,
+late and bad orders and rates every few seconds (`live_data.py`).
+
+What to watch in the UI (http://127.0.0.1:3000 by default):
+
+- Automation: the landing sensors request ingest runs, the micro-batch sensor requests
+  micro-batches, the staleness sensor runs the agreement check after them: each with its ticks,
+  runs and cursor;
+- Catalog -> orders_with_rates: one partition per event day with data (the code location is
+  reloaded as stream time reaches a new day), each day's rows; Checks -> the agreement check's
+  partitions: a day late rate corrections made stale turns failed, and passes again once the
+  nightly schedule backfilled it. Event days pass in minutes here, so "nightly" runs every
+  `--backfill-every` minutes;
+- orders_with_rates_quarantine: bad and expired rows with their reasons; the grace buffer; the
+  landing folders.
+
+The demo lake (`--root`, default TJ_LAKE_ROOT or ./var/lake) is wiped first, as `./tj demo` does,
+and the instance's history of the pipeline's assets and its sensors' cursors with it. Ctrl-C stops
+the generator and the UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipelines.dagster_server import DagsterServer
+from pipelines.live_data import LiveConfig, LiveGenerator
+
+LOCATION = "pipelines.definitions"
+
+
+def live_spec(*, sensor_interval_s: int, backfill_every_min: int) -> dict[str, Any]:
+    """The demo's pipeline with the pace of the live demo: sensors every few seconds, the
+    agreement check at most every 30 s, the "nightly" backfill every few minutes."""
+    from pipelines.definitions import DEMO_SPEC
+
+    return {**DEMO_SPEC, "sensor_interval_s": sensor_interval_s, "check_interval_s": 30,
+            "backfill_cron": f"*/{backfill_every_min} * * * *"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.live_demo",
+                                     description="the Dagster UI with sensors on and data landing")
+    parser.add_argument("--root", default=None, help="demo lake root (wiped first)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")))
+    parser.add_argument("--interval", type=float, default=5.0, help="seconds between waves")
+    parser.add_argument("--waves", type=int, default=0, help="stop landing after N waves (0: never)")
+    parser.add_argument("--backfill-every", type=int, default=3, metavar="MIN",
+                        help="minutes between runs of the 'nightly' backfill schedule")
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+
+    from joins.pipeline import PipelineLayout, parse_pipeline_spec
+    from joins.pipeline.observe import data_days
+    from pipelines.definitions import build_definitions, lake_root_from_env
+    from pipelines.demo import _fresh_root
+    from pipelines.instance import prepare_dagster_home
+    from pipelines.sample_data import write_wave
+
+    root = Path(args.root or lake_root_from_env()).resolve()
+    _fresh_root(root)
+    specs = root / "specs"
+    specs.mkdir()
+    raw = live_spec(sensor_interval_s=5, backfill_every_min=args.backfill_every)
+    (specs / "orders_with_rates.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    env = {"TJ_LAKE_ROOT": str(root), "TJ_SPECS_DIR": str(specs),
+           "TJ_SHUFFLE_PARTITIONS": os.environ.get("TJ_SHUFFLE_PARTITIONS", "2"),
+           "TJ_DRIVER_MEMORY": os.environ.get("TJ_DRIVER_MEMORY", "1g")}
+    os.environ.update(env)
+    home = prepare_dagster_home()
+
+    import dagster as dg
+
+    from pipelines.recording import Recorder
+
+    instance = dg.DagsterInstance.get()
+    Recorder(instance).reset_pipelines(build_definitions(lake_root=str(root), spec_dir=specs))
+    spec = parse_pipeline_spec(raw)
+    layout = PipelineLayout(str(root), spec)
+    generator = LiveGenerator(LiveConfig(start=spec.start_date,
+                                         history_retention_ms=spec.history_retention_ms))
+    print(f"temporal-joins live demo: lake {root}, Dagster home {home}", flush=True)
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    with DagsterServer(home=home, port=args.port, env=env) as server:
+        print(f"Dagster UI: {server.url}  (sensors and schedule on; Ctrl-C stops)", flush=True)
+        loaded_last = None
+        try:
+            while not stop["now"]:
+                if not args.waves or generator.index < args.waves:
+                    wave = generator.next_wave()
+                    write_wave(wave, orders_dir=Path(layout.landing(spec.stream)),
+                               rates_dir=Path(layout.landing(spec.table)))
+                    print(f"wave {wave.index}: {len(wave.orders)} orders, {len(wave.rates)} rates "
+                          f"landed (event time up to {_utc(generator.wave_start)})", flush=True)
+                # Partitions follow the data: reload the location when a new day has data.
+                days = data_days(layout, spec.engine(layout).stream_time())
+                if days is not None and days[1] != loaded_last:
+                    server.reload_location(LOCATION)
+                    loaded_last = days[1]
+                    print(f"partitions now {days[0]} .. {days[1]} (code location reloaded)",
+                          flush=True)
+                time.sleep(args.interval)
+        except KeyboardInterrupt:
+            pass
+    print("live demo stopped", flush=True)
+    return 0
+
+
+def _utc(ms: int) -> str:
+    from assets.metadata import utc_text
+
+    return utc_text(ms)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

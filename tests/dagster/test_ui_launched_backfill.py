@@ -1,0 +1,135 @@
+"""A two-day backfill launched the way the UI launches a run: the `launchRun` GraphQL mutation
+against the code location of `workspace.yaml`, through the instance's run coordinator and run
+launcher (a run worker process that loads the code location, as `dagster dev` does). Every step
+of that run (the join's backfill and its asset checks) logs which SparkSession it used: one
+session must have served them all (the in-process executor `build_definitions` sets), not one
+JVM per step."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets.factory import build_pipeline_assets, layout_of
+from pipelines.definitions import DEMO_SPEC, SPECS_DIR, backfill_job_name, build_definitions
+from pipelines.sample_data import HOUR_MS, SampleConfig, generate, write_wave
+from resources import LakeResource, SparkResource
+from resources.spark import SESSION_LOG_PREFIX
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+LOCATION, REPOSITORY = "pipelines.definitions", "__repository__"
+TINY = SampleConfig(days=2, waves=3, orders_per_day=12, rate_interval_ms=4 * HOUR_MS, late_orders=0,
+                    late_rates=0)
+QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+LAUNCH = """
+mutation($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message stack }
+    ... on RunConfigValidationInvalid { errors { message } }
+    ... on InvalidSubsetError { message }
+  }
+}"""
+
+
+def _lake_with_two_days(root: Path, instance: dg.DagsterInstance) -> None:
+    """Land, ingest and micro-batch the tiny sample (event days 2024-03-01 and -02)."""
+    resources = {"spark": SparkResource(shuffle_partitions=2), "lake": LakeResource(root=str(root))}
+    ja = build_pipeline_assets(DEMO_SPEC)
+    layout = layout_of(resources["lake"], ja.spec)
+    defs = build_definitions([DEMO_SPEC], lake_root=str(root), spark=resources["spark"])
+    for wave in generate(TINY):
+        write_wave(wave, orders_dir=Path(layout.landing(ja.spec.stream)),
+                   rates_dir=Path(layout.landing(ja.spec.table)))
+        dg.materialize(ja.assets[:2], resources=resources, instance=instance, run_config=QUIET)
+        defs.resolve_job_def(ja.microbatch_job_name).execute_in_process(instance=instance,
+                                                                        run_config=QUIET)
+
+
+def _wait(instance: dg.DagsterInstance, run_id: str, timeout_s: float = 600) -> dg.DagsterRun:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run = instance.get_run_by_id(run_id)
+        assert run is not None
+        if run.is_finished:
+            return run
+        time.sleep(2)
+    raise AssertionError(f"run {run_id} did not finish within {timeout_s:.0f} s")
+
+
+def _launch_and_wait(instance: dg.DagsterInstance, job: str, tags: dict[str, str]) -> str:
+    """Launch as the UI does and wait for the run; the code server (and with it the run worker
+    it started) lives as long as the workspace, so the wait is inside it."""
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import WorkspaceFileTarget
+    from dagster_graphql.test.utils import execute_dagster_graphql
+
+    params = {"selector": {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY,
+                           "jobName": job},
+              "runConfigData": {},
+              "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]}}
+    target = WorkspaceFileTarget(paths=[str(REPO / "workspace.yaml")])
+    with WorkspaceProcessContext(instance, target) as workspace:
+        result = execute_dagster_graphql(workspace.create_request_context(), LAUNCH,
+                                         variables={"params": params})
+        assert not result.errors, result.errors
+        launched = result.data["launchRun"]
+        assert launched["__typename"] == "LaunchRunSuccess", launched
+        run_id = launched["run"]["runId"]
+        _wait(instance, run_id)
+    return run_id
+
+
+def test_two_day_backfill_launched_like_the_ui_uses_one_spark_session(
+        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, home, specs = tmp_path / "lake", tmp_path / "dagster_home", tmp_path / "specs"
+    home.mkdir()
+    specs.mkdir()
+    (specs / "orders_with_rates.yaml").write_text((SPECS_DIR / "orders_with_rates.yaml").read_text())
+    # What the code location and the run worker read (both are other processes).
+    for key, value in {"TJ_LAKE_ROOT": str(root), "TJ_SPECS_DIR": str(specs),
+                       "TJ_SHUFFLE_PARTITIONS": "2", "DAGSTER_HOME": str(home)}.items():
+        monkeypatch.setenv(key, value)
+    # Runs launched at once (the queue, Dagster's default, needs the daemon to dequeue them);
+    # the run launcher is the default one, as under `dagster dev`: a run worker process.
+    (home / "dagster.yaml").write_text(
+        "telemetry:\n  enabled: false\nrun_coordinator:\n  module: dagster.core.run_coordinator\n"
+        "  class: DefaultRunCoordinator\n")
+    instance = dg.DagsterInstance.get()
+    try:
+        _lake_with_two_days(root, instance)
+        job = backfill_job_name(build_pipeline_assets(DEMO_SPEC).spec)
+        started = time.monotonic()
+        run_id = _launch_and_wait(instance, job, {
+            "dagster/asset_partition_range_start": "2024-03-01",
+            "dagster/asset_partition_range_end": "2024-03-02"})
+        run = instance.get_run_by_id(run_id)
+        assert run is not None
+        elapsed = time.monotonic() - started
+        logs = instance.all_logs(run_id)
+        failures = [e.message for e in logs if e.dagster_event and e.dagster_event.is_failure]
+        assert run.status == dg.DagsterRunStatus.SUCCESS, failures or run.status
+
+        # The launcher started a worker process: this is not the test's own session.
+        steps = {e.step_key for e in logs
+                 if e.dagster_event and e.dagster_event.event_type_value == "STEP_SUCCESS"}
+        sessions = {e.step_key: e.user_message.removeprefix(SESSION_LOG_PREFIX).strip()
+                    for e in logs if e.user_message.startswith(SESSION_LOG_PREFIX)}
+        assert len(steps) >= 4, steps   # the join's backfill and its three checks
+        assert set(sessions) == steps, f"steps without a session line: {steps - set(sessions)}"
+        assert len(set(sessions.values())) == 1, sessions
+        assert f"process {os.getpid()}," not in next(iter(sessions.values()))
+
+        days = sorted(e.dagster_event.partition for e in logs if e.dagster_event
+                      and e.dagster_event.event_type_value == "ASSET_MATERIALIZATION")
+        assert days == ["2024-03-01", "2024-03-02"]
+        print(f"UI-launched two-day backfill: {elapsed:.1f} s from launch to finish")
+    finally:
+        instance.dispose()
