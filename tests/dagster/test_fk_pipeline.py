@@ -27,8 +27,9 @@ HOUR = 3_600_000
 
 def test_the_yaml_spec_builds_two_changelog_assets_and_the_join() -> None:
     ja = build_pipeline_assets(SPEC)
-    assert [a.key.to_user_string() for a in ja.assets] == ["order_updates", "customer_profiles",
-                                                         "orders_with_customer"]
+    assert [a.key.to_user_string() for a in ja.assets] == [
+        "order_updates", "customer_profiles", "orders_with_customer", "order_updates_landing",
+        "customer_profiles_landing", "orders_with_customer_quarantine"]
     assert [i.kind for i in ja.spec.pipeline_inputs()] == ["changelog", "changelog"]
     cols = ja.spec.columns()
     assert (cols.key, cols.right.key, cols.foreign_key) == ("order_id", "customer_id", "customer_id")
@@ -96,16 +97,18 @@ def test_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: Path) -
             dg.materialize(ja.assets[:2], resources=resources, instance=instance, run_config=QUIET)
             [(_, md), *_] = _materializations(microbatch.execute_in_process(
                 instance=instance, run_config=QUIET))
-            for key in ("subscriptions", "subscriptions_sent", "answers", "fan_out",
-                        "stale_discarded", "rows_out", "out_of_order_ignored_left"):
+            for key in ("batch_subscriptions", "batch_subscriptions_sent", "batch_answers",
+                        "batch_fan_out", "batch_stale_discarded", "batch_rows_out",
+                        "batch_out_of_order_ignored_left"):
                 assert isinstance(md[key], int), key  # numeric: Dagster plots it per batch
             batches.append(md)
         first, second, third = batches
-        assert (first["subscriptions"], first["rows_out"]) == (2, 3)   # o3: null FK, no subscription
-        assert (second["fan_out"], second["stale_discarded"]) == (2, 1)   # o1; o2 stale
-        assert second["out_of_order_ignored_left"] == 1
-        assert second["subscriptions"] == 3
-        assert third["subscriptions"] == 2 and third["fan_out"] == 2    # c2 deleted: o2, o3
+        # o3: null FK, no subscription
+        assert (first["batch_subscriptions"], first["batch_rows_out"]) == (2, 3)
+        assert (second["batch_fan_out"], second["batch_stale_discarded"]) == (2, 1)   # o1; o2 stale
+        assert second["batch_out_of_order_ignored_left"] == 1
+        assert second["batch_subscriptions"] == 3
+        assert third["batch_subscriptions"] == 2 and third["batch_fan_out"] == 2    # c2 deleted: o2, o3
         # The README's worked example: what each batch emitted (the last result per key).
         out = lake.read_delta(spark, layout.output).collect()
         emitted = {(r["_batch_id"], r["order_id"]): (r["right_country"], r["ts"] - DAY1,
@@ -120,8 +123,13 @@ def test_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: Path) -
             (1, "o3"): ("FR", 8 * hour, False),
             (2, "o2"): (None, 26 * hour, False), (2, "o3"): (None, 26 * hour, False),
             (2, "o1"): (None, 27 * hour, True)}
+        # The partitions fit the data once the code location loads again (the UI's Reload); the
+        # agreement check is per event day, over the data's days as the staleness sensor runs it.
+        defs = build_definitions([SPEC], lake_root=str(root), spark=resources["spark"])
+        days = {"dagster/asset_partition_range_start": "2024-03-01",
+                "dagster/asset_partition_range_end": "2024-03-02"}
         checks = _checks(defs.resolve_job_def(checks_job_name(ja.spec)).execute_in_process(
-            instance=instance, run_config=QUIET))
+            instance=instance, run_config=QUIET, tags=days))
         assert checks["latest_equals_temporal_history"], checks
         assert checks["no_duplicate_output_rows"] and checks["quarantine_below_threshold"]
         assert not checks["backfill_agrees_with_stream"]     # no temporal history written yet
@@ -130,6 +138,7 @@ def test_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: Path) -
                                            partition_key="2024-03-01")
         [(day, md)] = _materializations(done)
         assert day == "2024-03-01" and md["rows_added"] == md["rows_out"] > 0
+        backfill.execute_in_process(instance=instance, run_config=QUIET, partition_key="2024-03-02")
         checks = _checks(defs.resolve_job_def(checks_job_name(ja.spec)).execute_in_process(
-            instance=instance, run_config=QUIET))
+            instance=instance, run_config=QUIET, tags=days))
         assert all(checks.values()), checks
