@@ -23,11 +23,22 @@ def instance():
         yield inst
 
 
-@pytest.fixture(autouse=True)
-def no_leftover_defs_state_storage() -> None:
+def _forget_defs_state_storage() -> None:
     """Dagster keeps the current definitions-state storage in a context variable that some
     in-process executions set and never reset; it then points at an instance an earlier test
     disposed, and loading any `Definitions` later fails ("undefined DagsterInstance weakref")."""
     from dagster._core.storage.defs_state.base import _current_storage
 
     _current_storage.set(None)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_defs_state_storage() -> None:
+    _forget_defs_state_storage()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_leftover_defs_state_storage_for_module_fixtures() -> None:
+    # Autouse fixtures run first within their scope: this one before a module's own fixtures
+    # (the browser tests' demo lake), which the per-test one above comes too late for.
+    _forget_defs_state_storage()
