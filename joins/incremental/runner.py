@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -178,23 +178,21 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
     bid = plan.batch_id
     ctx = StepContext(spark, root, plan, sources, clock)
     result = operator.step(ctx)
+    outcomes: dict[str, TableOutcome] = {}
     commits: dict[str, int | None] = {}
-
-    def commit(table: str, written: Written, mode: str, partition_by: list[str]) -> TableOutcome:
-        hooks.at(f"before commit {table}")
-        lease.check()
-        with clock.phase(f"commit {table}"):
-            return _write(operator.name, root.sub(table), table, written, bid, mode=mode,
-                          partition_by=partition_by)
-
     try:
-        outcomes = _commit_all(commit, _writes(operator, result))
+        for table, written, mode, partition_by in _writes(operator, result):
+            hooks.at(f"before commit {table}")
+            lease.check()
+            with clock.phase(f"commit {table}"):
+                outcome = _write(operator.name, root.sub(table), table, written, bid, mode=mode,
+                                 partition_by=partition_by)
+            outcomes[table] = outcome
+            if outcome.commit is not None and outcome.commit.version is not None \
+                    and not outcome.commit.skipped:
+                commits[table] = outcome.commit.version
     finally:
         result.release()
-    for table, outcome in outcomes.items():
-        if outcome.commit is not None and outcome.commit.version is not None \
-                and not outcome.commit.skipped:
-            commits[table] = outcome.commit.version
     carry, report = result.finish(Outcome(outcomes))
     done = BatchDone(batch_id=bid, sources=dict(plan.sources),
                      consumed={role: r.last for role, r in plan.ranges.items()},
@@ -208,27 +206,6 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
             log.compact()
             operator.after_done(ctx)
     return BatchResult(bid, done=done, plan=plan, commits=commits, timings=clock.timings)
-
-
-def _commit_all(commit: Callable[[str, Written, str, list[str]], TableOutcome],
-                writes: list[tuple[str, Written, str, list[str]]]) -> dict[str, TableOutcome]:
-    """Commit a batch's tables (output, quarantine, state) concurrently. Their order does not
-    matter for exactly-once: each commit is idempotent (its app transaction) and computed from
-    the inputs and state versions the plan pinned, so a re-run after a crash between any two of
-    them recomputes the same rows and skips what is in. Concurrent, a small batch pays one
-    Spark write + Delta commit of latency instead of one per table. Every commit is waited for
-    before the first failure is raised, so none is left running behind the caller's back."""
-    if len(writes) <= 1:
-        return {w[0]: commit(*w) for w in writes}
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=len(writes), thread_name_prefix="tj-commit") as pool:
-        futures = {w[0]: pool.submit(commit, *w) for w in writes}
-        errors = [f.exception() for f in futures.values()]
-    first = next((e for e in errors if e is not None), None)
-    if first is not None:
-        raise first
-    return {table: f.result() for table, f in futures.items()}
 
 
 def _writes(operator: IncrementalOperator,

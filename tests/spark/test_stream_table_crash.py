@@ -94,18 +94,13 @@ class Prepared:
 
 def counting(monkeypatch: pytest.MonkeyPatch, on_call: Callable[[int, str], str | None]) -> None:
     """Route every write_delta through `on_call(index, table name)`, which may say 'before' or
-    'after' to crash there. A batch commits its tables concurrently: the index is the order in
-    which the writes start."""
-    import threading
-
+    'after' to crash there."""
     real = lake.write_delta
     calls = {"n": 0}
-    lock = threading.Lock()
 
     def wrapper(df: Any, path: Any, **kwargs: Any) -> Any:
-        with lock:
-            index = calls["n"]
-            calls["n"] += 1
+        index = calls["n"]
+        calls["n"] += 1
         name = Path(str(path)).name
         when = on_call(index, name)
         if when == "before":
