@@ -52,6 +52,10 @@ DEMO_SPEC_FILE = SPECS_DIR / "orders_with_rates.yaml"
 DEMO_SPEC: dict[str, Any] = yaml.safe_load(DEMO_SPEC_FILE.read_text())
 # The demo's interval join: orders with the deliveries made within three hours.
 DELIVERIES_SPEC: dict[str, Any] = yaml.safe_load((SPECS_DIR / "orders_with_deliveries.yaml").read_text())
+# The demo's table joins: customers with accounts, the count per country, orders with customer.
+ACCOUNTS_SPEC: dict[str, Any] = yaml.safe_load((SPECS_DIR / "customer_accounts.yaml").read_text())
+COUNT_SPEC: dict[str, Any] = yaml.safe_load((SPECS_DIR / "accounts_per_country.yaml").read_text())
+FK_SPEC: dict[str, Any] = yaml.safe_load((SPECS_DIR / "orders_with_customer.yaml").read_text())
 
 
 def lake_root_from_env() -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import shutil
 import sys
 import time
 import warnings
@@ -32,20 +31,8 @@ from typing import Any
 from pipelines.demo_deliveries import DeliveriesResult, ingest_and_join, summary
 from pipelines.demo_deliveries import land as land_deliveries
 from pipelines.demo_runner import Demo, checks_and_nightly_backfill
+from pipelines.demo_runner import fresh_root as _fresh_root
 from pipelines.sample_data import SampleConfig
-
-MARKER = ".tj-demo-root"
-
-
-def _fresh_root(root: Path) -> None:
-    """Empty the demo lake root; refuse to wipe a directory the demo did not create."""
-    if root.exists() and any(root.iterdir()) and not (root / MARKER).exists():
-        raise SystemExit(f"{root} is not empty and was not created by the demo (no {MARKER}); "
-                         f"pass --root with an empty or demo directory")
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    (root / MARKER).write_text("created by python -m pipelines.demo; wiped on every demo run\n")
 
 
 def _batch_line(md: Mapping[str, Any]) -> str:

@@ -12,17 +12,15 @@ updates and the same customer files.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from pipelines.demo_order_customer import SPEC as FK_SPEC
+from pipelines.definitions import ACCOUNTS_SPEC, COUNT_SPEC, FK_SPEC
 from pipelines.demo_order_customer import OrderCustomerResult, ingest_and_join
 from pipelines.demo_order_customer import land as land_orders
 from pipelines.demo_order_customer import summary as fk_summary
+from pipelines.demo_runner import short_ts as _ts
 from pipelines.sample_accounts import generate_accounts, write_accounts_wave
 from pipelines.sample_data import SampleConfig
 from pipelines.sample_order_customers import generate_order_customers
@@ -30,9 +28,7 @@ from pipelines.sample_order_customers import generate_order_customers
 if TYPE_CHECKING:
     from pipelines.demo_runner import Demo
 
-SPECS = Path(__file__).resolve().parent / "specs"
-JOIN_SPEC: dict[str, Any] = yaml.safe_load((SPECS / "customer_accounts.yaml").read_text())
-COUNT_SPEC: dict[str, Any] = yaml.safe_load((SPECS / "accounts_per_country.yaml").read_text())
+JOIN_SPEC = ACCOUNTS_SPEC
 
 
 @dataclass
@@ -43,12 +39,6 @@ class AccountsResult:
     checks_after: dict[str, bool] = field(default_factory=dict)
     history_rows: int = 0
     orders: OrderCustomerResult = field(default_factory=OrderCustomerResult)
-
-
-def _ts(ms: int | None) -> str:
-    if ms is None:
-        return "..."
-    return (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)).strftime("%m-%d %H:%M")
 
 
 def _line(md: dict[str, Any]) -> str:

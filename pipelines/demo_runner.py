@@ -14,6 +14,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+MARKER = ".tj-demo-root"
+
+
+def fresh_root(root: Path) -> None:
+    """Empty the demo lake root; refuse to wipe a directory the demo did not create."""
+    import shutil
+
+    if root.exists() and any(root.iterdir()) and not (root / MARKER).exists():
+        raise SystemExit(f"{root} is not empty and was not created by the demo (no {MARKER}); "
+                         f"pass --root with an empty or demo directory")
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    (root / MARKER).write_text("created by python -m pipelines.demo; wiped on every demo run\n")
+
+
+def short_ts(ms: int | None) -> str:
+    if ms is None:
+        return "..."
+    return (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)).strftime("%m-%d %H:%M")
+
+
 QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
@@ -77,11 +99,16 @@ class Demo:
     def reload(self) -> None:
         """Build the definitions again: the joins' partitions fit the data landed so far (what
         reloading the code location does in the UI)."""
-        from pipelines.definitions import DELIVERIES_SPEC, DEMO_SPEC, build_definitions
-        from pipelines.demo_accounts import COUNT_SPEC, JOIN_SPEC
-        from pipelines.demo_order_customer import SPEC as FK_SPEC
+        from pipelines.definitions import (
+            ACCOUNTS_SPEC,
+            COUNT_SPEC,
+            DELIVERIES_SPEC,
+            DEMO_SPEC,
+            FK_SPEC,
+            build_definitions,
+        )
 
-        self.defs = build_definitions([DEMO_SPEC, DELIVERIES_SPEC, JOIN_SPEC, COUNT_SPEC, FK_SPEC],
+        self.defs = build_definitions([DEMO_SPEC, DELIVERIES_SPEC, ACCOUNTS_SPEC, COUNT_SPEC, FK_SPEC],
                                       lake_root=str(self.root))
 
     def forget_lake(self) -> None:

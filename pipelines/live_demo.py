@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from joins.pipeline import PipelineLayout, parse_pipeline_spec
     from joins.pipeline.observe import data_days
     from pipelines.definitions import build_definitions, lake_root_from_env
-    from pipelines.demo import _fresh_root
+    from pipelines.demo_runner import fresh_root as _fresh_root
     from pipelines.instance import prepare_dagster_home
     from pipelines.sample_data import write_wave
 
