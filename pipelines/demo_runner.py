@@ -129,9 +129,12 @@ class Demo:
         sensor = self.defs.resolve_sensor_def(sensor_name)
 
         def evaluate(cursor: str | None) -> Any:
-            return sensor.evaluate_tick(self.dg.build_sensor_context(
-                instance=self.instance, cursor=cursor, sensor_name=sensor_name,
-                resources=self.defs.resources, definitions=self.defs))
+            # Closed at once: a context left open keeps the instance it opened registered as
+            # Dagster's current definitions-state storage after that instance is gone.
+            with self.dg.build_sensor_context(
+                    instance=self.instance, cursor=cursor, sensor_name=sensor_name,
+                    resources=self.defs.resources, definitions=self.defs) as context:
+                return sensor.evaluate_tick(context)
 
         data, ran = self.recorder.sensor_tick(sensor_name, sensor.minimum_interval_seconds or 30,
                                               evaluate)
@@ -146,7 +149,8 @@ class Demo:
         tags = self.recorder.run_tags(sensor=sensor, schedule=schedule, request=request)
         result = self.recorder.execute(job, run_config=run_config, tags=tags)
         if not result.success:
-            raise SystemExit(f"run of {job_name} failed (see `./tj dev` for its logs)")
+            raise SystemExit(f"run of {job_name} failed{_step_errors(result)}\n"
+                             f"(see `./tj dev` for its logs)")
         self.last_run_id = result.run_id
         return _events(result)
 
@@ -165,9 +169,13 @@ class Demo:
         range of stale days); their events together."""
         name = f"{spec.name}_nightly_backfill"
         schedule = self.defs.resolve_schedule_def(name)
-        tick = schedule.evaluate_tick(self.dg.build_schedule_context(
-            instance=self.instance, scheduled_execution_time=dt.datetime.now(dt.UTC),
-            resources=self.defs.resources))
+        # Closed at once: an open schedule context leaves the instance it opened from its ref
+        # as Dagster's current definitions-state storage, and later definition loads fail once
+        # that instance is collected ("undefined DagsterInstance weakref").
+        with self.dg.build_schedule_context(
+                instance=self.instance, scheduled_execution_time=dt.datetime.now(dt.UTC),
+                resources=self.defs.resources) as context:
+            tick = schedule.evaluate_tick(context)
         requests = list(tick.run_requests or [])
         ran = self.recorder.schedule_tick(name, schedule.cron_schedule,
                                           requests[0] if requests else None, tick.skip_message)
@@ -184,6 +192,15 @@ class Demo:
             out.observations += done.observations
             out.checks += done.checks
         return out
+
+
+def _step_errors(result: Any) -> str:
+    """': step x: <error>' for every failed step of a run, so a failure says why where it is
+    reported (a test's output, CI's log), not only in the run's event log."""
+    errors = [f"\n  step {ev.step_key}: {ev.step_failure_data.error.to_string().strip()}"
+              for ev in result.all_events
+              if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error]
+    return ":" + "".join(errors) if errors else ""
 
 
 def ingest_sources(demo: Demo, sources: Any) -> None:

@@ -72,6 +72,7 @@ def spark_identity(session: SparkSession) -> str:
     """Which SparkSession this is: its application id (one per SparkContext) and process."""
     try:
         app = session.sparkContext.applicationId
-    except Exception:  # Spark Connect has no SparkContext
-        app = f"connect-{session.client.session_id}" if hasattr(session, "client") else "unknown"
+    except Exception:  # Spark Connect has no SparkContext: its session id names it
+        connect_id = getattr(session, "session_id", None)
+        app = f"connect-{connect_id}" if connect_id else "unknown"
     return f"application {app}, process {os.getpid()}, session object {id(session):#x}"

@@ -24,9 +24,11 @@ def instance():
 
 
 def _forget_defs_state_storage() -> None:
-    """Dagster keeps the current definitions-state storage in a context variable that some
-    in-process executions set and never reset; it then points at an instance an earlier test
-    disposed, and loading any `Definitions` later fails ("undefined DagsterInstance weakref")."""
+    """Dagster keeps the current definitions-state storage in a context variable; a sensor or
+    schedule context left open (not used as `with`) sets it to an instance it opened and never
+    resets it, and once that instance is collected, loading any `Definitions` fails ("undefined
+    DagsterInstance weakref"). Our own code closes its contexts; this keeps one test's slip from
+    failing the tests after it."""
     from dagster._core.storage.defs_state.base import _current_storage
 
     _current_storage.set(None)

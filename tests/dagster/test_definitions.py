@@ -112,7 +112,8 @@ def test_definitions_from_a_folder_of_yaml_specs(tmp_path) -> None:
     description = sensor.description or ""
     assert "c_bad.yaml: stream_table_join spec 'broken': invalid config: config.grace_ms" in description
     assert "d_syntax.yml: line 3, column 1: not valid YAML" in description
-    tick = sensor.evaluate_tick(dg.build_sensor_context())
+    with dg.build_sensor_context() as context:
+        tick = sensor.evaluate_tick(context)
     assert "2 spec file(s) did not load" in (tick.skip_message or "")
 
 

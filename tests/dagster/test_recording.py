@@ -37,7 +37,8 @@ def files_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.Sk
 
 def _tick(recorder: Recorder) -> tuple[dg.SensorResult, object]:
     def evaluate(cursor: str | None):
-        return files_sensor.evaluate_tick(dg.build_sensor_context(cursor=cursor))
+        with dg.build_sensor_context(cursor=cursor) as context:
+            return files_sensor.evaluate_tick(context)
 
     return recorder.sensor_tick("files_sensor", 30, evaluate)
 

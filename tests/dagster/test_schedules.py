@@ -32,9 +32,10 @@ def defs(tmp_path, monkeypatch: pytest.MonkeyPatch) -> dg.Definitions:
 
 def _tick(defs: dg.Definitions, instance: dg.DagsterInstance):
     schedule = defs.resolve_schedule_def(NAME)
-    return schedule.evaluate_tick(dg.build_schedule_context(
-        instance=instance, scheduled_execution_time=dt.datetime(2026, 1, 1, 3, tzinfo=dt.UTC),
-        resources={"lake": defs.resources["lake"]}))
+    with dg.build_schedule_context(
+            instance=instance, scheduled_execution_time=dt.datetime(2026, 1, 1, 3, tzinfo=dt.UTC),
+            resources={"lake": defs.resources["lake"]}) as context:
+        return schedule.evaluate_tick(context)
 
 
 def _verdict(instance: dg.DagsterInstance, day: str, passed: bool) -> None:
@@ -93,9 +94,10 @@ def test_nothing_stale_skips_and_says_which_days_passed(defs, instance) -> None:
 def test_before_anything_was_joined_the_horizon_ends_at_the_schedule_date(tmp_path, instance) -> None:
     defs = build_definitions([{**DEMO_SPEC, "start_date": "2025-12-31"}], lake_root=str(tmp_path))
     schedule = defs.resolve_schedule_def(NAME)
-    tick = schedule.evaluate_tick(dg.build_schedule_context(
-        instance=instance, scheduled_execution_time=dt.datetime(2026, 1, 1, 3, tzinfo=dt.UTC),
-        resources={"lake": LakeResource(root=str(tmp_path))}))
+    with dg.build_schedule_context(
+            instance=instance, scheduled_execution_time=dt.datetime(2026, 1, 1, 3, tzinfo=dt.UTC),
+            resources={"lake": LakeResource(root=str(tmp_path))}) as context:
+        tick = schedule.evaluate_tick(context)
     # The only partition is the start date, the last day of the 2-day horizon ending 2026-01-01.
     [rr] = tick.run_requests
     assert _ranges(tick) == [("2025-12-31", "2025-12-31")]

@@ -27,9 +27,9 @@ def defs(lake_root: Path) -> dg.Definitions:
 def _tick(defs: dg.Definitions, name: str, instance: dg.DagsterInstance, cursor: str | None,
           lake_root: Path):
     sensor = defs.resolve_sensor_def(name)
-    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, sensor_name=name,
-                                  resources={"lake": LakeResource(root=str(lake_root))})
-    return sensor.evaluate_tick(ctx)
+    with dg.build_sensor_context(instance=instance, cursor=cursor, sensor_name=name,
+                                 resources={"lake": LakeResource(root=str(lake_root))}) as ctx:
+        return sensor.evaluate_tick(ctx)
 
 
 def _land(folder: Path, name: str, text: str = "{}\n") -> None:

@@ -11,6 +11,7 @@ from dagster import AssetExecutionContext, asset, materialize
 
 from joins.errors import ConfigError
 from resources import LakeResource, SparkResource
+from resources.spark import spark_identity
 
 
 def test_spark_settings_from_config() -> None:
@@ -30,6 +31,20 @@ def test_spark_settings_from_config() -> None:
 def test_spark_config_errors_name_the_key(config: dict, key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         SparkResource(**config).settings()
+
+
+class _ConnectLike:
+    """What a Spark Connect session offers: a session id, and no SparkContext."""
+
+    session_id = "3f1c"
+
+    @property
+    def sparkContext(self):  # pyspark's name
+        raise AttributeError("sparkContext is not supported in Spark Connect")
+
+
+def test_spark_identity_of_a_connect_session_names_its_session_id() -> None:
+    assert spark_identity(_ConnectLike()).startswith("application connect-3f1c, process ")
 
 
 def test_table_paths(tmp_path: Path) -> None:
