@@ -126,23 +126,11 @@ def test_partitions_start_at_the_first_day_with_data(webserver: str, page: Any) 
 
 
 def test_quarantine_asset_shows_rows_and_reasons(webserver: str, page: Any) -> None:
-    import time
-
-    text = _open(page, f"{webserver}/assets/{JOIN}_quarantine",
-                 ["recent", "by_reason", "rows_from_rates", "Row count"], "quarantine")
-    # Markdown metadata opens in a dialog: the newest quarantined rows with their reasons.
-    links = page.get_by_text("[Show Markdown]")
-    for i in range(links.count()):
-        links.nth(i).click()
-        time.sleep(1)
-        shown = page.inner_text("body")
-        if "expected a number" in shown and not text.count("expected a number"):
-            shot(page, "quarantine_recent")
-        text += shown
-        page.keyboard.press("Escape")
-        time.sleep(0.5)
-    # Rows per reason (bad records, expired table updates); the newest rows are in `recent`.
-    assert_shows(text, ["bad_record", "expired"], "the quarantine asset")
+    # Rows per reason (a bad CSV row, expired table updates) and the newest rows are table
+    # metadata; their cells render after the labels, so the page is read once they show.
+    _open(page, f"{webserver}/assets/{JOIN}_quarantine",
+          ["recent", "by_reason", "rows_from_rates", "Row count", "bad_record", "expired"],
+          "quarantine")
 
 
 def _land_late_rate_corrections(root: Path) -> None:
