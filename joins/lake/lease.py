@@ -35,6 +35,9 @@ from joins.lake.errors import LakeError
 from joins.lake.location import TableLocation
 
 LEASE_KEY = "temporalJoins.lease"
+# How far two writers' clocks may disagree: a lease closer than this to its expiry is read
+# before a commit instead of trusted.
+CLOCK_MARGIN_MS = 10_000
 # A lease log holds no data; a one-column schema is what Delta needs to be a table.
 _SCHEMA = Schema([Field("lease", "string")])
 # Lease commits are many and tiny: keep their log short.
@@ -93,6 +96,9 @@ class Lease:
         self.owner = owner or new_owner_id()
         self._held = False
         self._lost: str | None = None
+        # Expiry of the last record this writer committed: until then (less a margin for
+        # clocks that disagree) no other writer may take the lease, so `check` needs no read.
+        self._expires_ms: int | None = None
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -134,6 +140,7 @@ class Lease:
             if after is None and "exists" in str(exc).lower():
                 return False
             raise LakeError(f"{self.loc}: cannot write the writer lease: {exc}") from exc
+        self._expires_ms = None if record.released else record.expires_ms
         return True
 
     def try_acquire(self) -> LeaseRecord | None:
@@ -169,9 +176,16 @@ class Lease:
             time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())) or poll_s)
 
     def check(self) -> None:
-        """Raise LeaseLostError unless this writer still holds the lease (call before commits)."""
+        """Raise LeaseLostError unless this writer still holds the lease (call before commits).
+
+        Another writer takes a lease only once it is released or expired (`try_acquire`), so
+        while this writer's own unreleased record is well inside its expiry the answer is known
+        without reading the log (a read per commit is a micro-batch's latency)."""
         if self._lost is not None:
             raise LeaseLostError(self._lost)
+        margin = min(self.ttl_ms // 4, CLOCK_MARGIN_MS)
+        if self._held and self._expires_ms is not None and _now_ms() < self._expires_ms - margin:
+            return
         _, record = self.current()
         if record is None or record.owner != self.owner or not record.held_at(_now_ms()):
             holder = "nobody" if record is None else record.describe(_now_ms())

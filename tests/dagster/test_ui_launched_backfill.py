@@ -130,6 +130,24 @@ def test_two_day_backfill_launched_like_the_ui_uses_one_spark_session(
         days = sorted(e.dagster_event.partition for e in logs if e.dagster_event
                       and e.dagster_event.event_type_value == "ASSET_MATERIALIZATION")
         assert days == ["2024-03-01", "2024-03-02"]
-        print(f"UI-launched two-day backfill: {elapsed:.1f} s from launch to finish")
+        record = instance.get_run_record_by_id(run_id)
+        assert record is not None and record.start_time and record.end_time
+        worker_s = record.end_time - record.start_time
+
+        # The same backfill as the demo runs it: in this process, on its warm session.
+        defs = build_definitions([DEMO_SPEC], lake_root=str(root),
+                                 spark=SparkResource(shuffle_partitions=2))
+        started = time.monotonic()
+        demo_run = defs.resolve_job_def(job).execute_in_process(
+            instance=instance, run_config=QUIET, tags={
+                "dagster/asset_partition_range_start": "2024-03-01",
+                "dagster/asset_partition_range_end": "2024-03-02"})
+        demo_s = time.monotonic() - started
+        assert demo_run.success
+        # What a user waits for (not asserted: a timed test is no benchmark; the README gives it).
+        print(f"UI-launched two-day backfill: {elapsed:.1f} s from launch to finish (the run "
+              f"worker {worker_s:.1f} s of it, its session start included); the demo's "
+              f"in-process backfill of the same days {demo_s:.1f} s; ratio "
+              f"{worker_s / demo_s:.2f} (run worker) / {elapsed / demo_s:.2f} (launch to finish)")
     finally:
         instance.dispose()

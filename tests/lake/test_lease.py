@@ -78,3 +78,31 @@ def test_two_processes_never_hold_the_lease_at_once(tmp_path: Path) -> None:
     assert len(lines) == 100
     for enter, leave in zip(lines[::2], lines[1::2], strict=True):
         assert enter.startswith("enter") and leave == "exit" + enter[len("enter"):]
+
+
+def test_check_reads_the_log_only_near_expiry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nobody may take an unexpired lease, so a holder well inside its ttl checks without a
+    read; close to expiry (a paused holder) it reads, and learns of a takeover."""
+    path = str(tmp_path / "lease")
+    holder = Lease(path, purpose="batch", owner="h", ttl_s=60)
+    holder.acquire()
+    reads: list[int] = []
+    real = Lease.current
+
+    def counted(self: Lease) -> tuple:
+        reads.append(1)
+        return real(self)
+
+    monkeypatch.setattr(Lease, "current", counted)
+    holder.check()
+    assert reads == []
+    # The clock moves to 5 s before expiry (inside the margin): now it reads.
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now + 55)
+    holder.check()
+    assert reads == [1]
+    # Past expiry another writer takes it; the old holder's next check fails.
+    monkeypatch.setattr(time, "time", lambda: now + 61)
+    Lease(path, purpose="re-run", owner="o").acquire()
+    with pytest.raises(LeaseLostError, match="no longer holds"):
+        holder.check()
