@@ -250,10 +250,18 @@ def _evicted_by_later_put(queries: DataFrame, puts: DataFrame, blocks: tuple[Blo
     # Stream-time intervals (carry, high] of the blocks that raised stream time.
     intervals = [(b.index, _MIN_LONG if b.carry is None else b.carry, b.high) for b in blocks
                  if b.high is not None and (b.carry is None or b.high > b.carry)]
-    spans = spark.createDataFrame(intervals, f"{_QBLOCK} long, {_LO} long, {_HI} long")
     x = F.col(ts) + F.lit(grace)
-    located = (queries.join(F.broadcast(spans), (x > F.col(_LO)) & (x <= F.col(_HI)))
-               .select(*keep, F.col(_QBLOCK), x.alias(_V), F.lit(1).alias(_KIND)))
+    if len(intervals) == 1:
+        # A one-block batch (most micro-batches): a filter, not a join with a one-row frame
+        # (whose broadcast is a Spark job of its own).
+        index, lo, hi = intervals[0]
+        located = (queries.where((x > F.lit(lo)) & (x <= F.lit(hi)))
+                   .select(*keep, F.lit(index).cast("long").alias(_QBLOCK), x.alias(_V),
+                           F.lit(1).alias(_KIND)))
+    else:
+        spans = spark.createDataFrame(intervals, f"{_QBLOCK} long, {_LO} long, {_HI} long")
+        located = (queries.join(F.broadcast(spans), (x > F.col(_LO)) & (x <= F.col(_HI)))
+                   .select(*keep, F.col(_QBLOCK), x.alias(_V), F.lit(1).alias(_KIND)))
     setters = puts.where(F.col(P_BEFORE).isNull() | (F.col(ts) > F.col(P_BEFORE))).select(
         F.col(BLOCK).alias(_QBLOCK), F.col(ts).alias(_V), F.lit(0).alias(_KIND),
         F.col(seq).alias(_RS_SEQ))
