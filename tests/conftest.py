@@ -26,20 +26,6 @@ TEST_SPARK_CONF = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`./tj test` runs two workers, `--dist loadgroup`) a worker takes whole
-    modules: a module's fixtures (a demo lake, a Dagster server) are built once, not once per
-    worker. The cluster tests share one standalone cluster (a package fixture): one group.
-    Runs first so that xdist, which reads the group from the mark, sees it."""
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        module = item.nodeid.split("::", 1)[0]
-        group = "cluster" if module.startswith("tests/cluster/") else module
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture(scope="session")
 def spark():
     from joins.spark import SparkSettings, get_spark
