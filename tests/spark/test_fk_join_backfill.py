@@ -101,7 +101,7 @@ def histories(draw: st.DrawFn) -> dict[str, Any]:
     return {"config": config, "raw": raw}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=histories())
 def test_history_get_equals_brute_force_at_every_t(spark: Any, case: dict[str, Any]) -> None:
     spec = spec_of(case["config"])

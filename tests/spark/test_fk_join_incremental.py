@@ -300,7 +300,7 @@ def fk_cases(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=fk_cases())
 def test_incremental_equals_reference_for_random_changelogs(spark: Any, tmp_path_factory: Any,
                                                             case: dict[str, Any]) -> None:

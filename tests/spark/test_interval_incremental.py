@@ -160,7 +160,7 @@ def ops(draw: st.DrawFn, in_order: bool) -> list[dict[str, Any]]:
 
 
 # No shrinking: each example runs several Spark micro-batches; a failure prints its example.
-@settings(max_examples=12, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@settings(max_examples=8, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(join=st.sampled_from(JOINS), condition=interval_conditions(), data=st.data(),
        in_order=st.booleans(), late=st.sampled_from(["drop", "quarantine"]))
 def test_spark_equals_reference_on_random_inputs_and_batch_splits(

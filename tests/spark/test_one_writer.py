@@ -183,7 +183,7 @@ def test_two_processes_many_rounds_equal_a_serial_run(spark: Any, tmp_path: Path
     raw: list[dict[str, Any]] = list(TABLE)
     replay.land(records_of(TABLE), 1)
     replay.run()
-    rounds = 6
+    rounds = 4
     start, end, out = CTX.Barrier(3), CTX.Barrier(3), CTX.Queue()
     workers = [_start(_rounds_worker, root, "microbatch", rounds, start, end, out),
                _start(_rounds_worker, root, other, rounds, start, end, out)]

@@ -467,10 +467,11 @@ def _cli_scenario(name: str) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("batch_size", [1, 2, None], ids=["1", "2", "all"])
+@pytest.mark.parametrize("batch_size", [1, None], ids=["1", "all"])
 def test_replay_cli_spark_equals_reference(batch_size: int | None) -> None:
     """The CLI's Spark engine prints what the reference engine prints for the same batch size
-    (and with --batch-size 1, passes the scenario's own --check)."""
+    (and with --batch-size 1, passes the scenario's own --check). Two sizes, not three: each
+    is a child process with its own JVM, and the in-process tests cover the sizes between."""
     path = _cli_scenario("001_late_quarantine")
     spark_run = replay_cli(path, "spark", batch_size, check=batch_size == 1)
     assert spark_run.returncode == 0, spark_run.stderr[-3000:]

@@ -121,7 +121,7 @@ AGGREGATES = [{"function": "count"}, {"function": "sum", "field": "n"},
 
 
 @pytest.mark.slow
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tables(), predicate=st.sampled_from(PREDICATES))
 def test_filter_equals_reference_for_random_tables(spark: Any, tmp_path_factory: Any,
                                                    case: dict[str, Any],
@@ -132,7 +132,7 @@ def test_filter_equals_reference_for_random_tables(spark: Any, tmp_path_factory:
 
 
 @pytest.mark.slow
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tables(), aggregate=st.sampled_from(AGGREGATES))
 def test_aggregate_equals_reference_for_random_tables(spark: Any, tmp_path_factory: Any,
                                                       case: dict[str, Any],
