@@ -29,7 +29,8 @@ def replay(path: Path, engine: str, batch_size: int | None) -> subprocess.Comple
 # (tens of seconds), and the in-process scenario tests already run every scenario at 1, 2 and
 # the whole input; what this adds is the command's own path.
 @pytest.mark.parametrize(("name", "batch_size"), list(zip(SCENARIOS, [1, 2, None], strict=True)),
-                         ids=["1", "2", "all"])
+                         ids=[f"{size}-{name}" for size, name in zip(["1", "2", "all"], SCENARIOS,
+                                                                      strict=True)])
 def test_spark_replay_prints_what_the_reference_prints(name: str, batch_size: int | None) -> None:
     path = ROOT / "tests" / "scenarios" / f"{name}.json"
     spark = replay(path, "spark", batch_size)
