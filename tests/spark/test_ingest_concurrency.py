@@ -19,7 +19,7 @@ from joins.landing import LandingSpec
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-ROUNDS = 4
+ROUNDS = 6
 ROWS_PER_FILE = 3
 
 
