@@ -8,7 +8,8 @@ The runtime's part (every operator the same):
   done (its rows may be half in the output), and its replace commit is guarded by the output
   table's version: if anything committed to the output since the backfill read it (a writer
   whose lease it outlived), the replace fails with ConcurrentCommitError instead of deleting
-  rows it never saw.
+  rows it never saw. Files of a backfill that crashed before that commit are removed by the
+  next one (`joins.lake.remove_leftovers`).
 - **A report, and no commit when nothing differs.** Old rows of the days (at the pinned output
   version) are matched to the new ones by the operator's identity columns: per day, rows
   added, removed and changed. When nothing differs there is no commit, so the rows keep their
@@ -171,6 +172,9 @@ def run_backfill(spark: SparkSession, operator: IncrementalOperator, form: Batch
                     versions[role] = v
                 check_progress(operator.name, done, versions, jr)
             target = jr.sub(target_table(form))
+            if not dry_run:
+                # A backfill that crashed before its replace commit left its files.
+                lake.remove_leftovers(spark, [target], writer=purpose, before_commit=lease.check)
             output_before = lake.delta_version(target)
         ctx = BackfillContext(spark, jr, srcs, done, clock)
         computed = form.backfill_rows(ctx, wanted)

@@ -11,6 +11,9 @@
 - **No duplicate, no gap.** Every commit carries an application transaction (`<op>.<table>`,
   version = batch id): a write that had landed before a crash is skipped by the re-run, a write
   that had not is made by it. Only the done record ends a batch, and it comes last.
+- **No leftovers.** Files a crashed writer staged but never committed are removed by the next
+  micro-batch, after a fence commit that makes the crashed writer's commits fail should it
+  only have been paused (`joins.lake.remove_leftovers`; every commit here is `exclusive`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from joins.incremental.log import (
     BatchLog,
     BatchPlan,
     BatchStateError,
+    LogTail,
     VersionRange,
 )
 from joins.incremental.phases import PhaseClock
@@ -100,7 +104,14 @@ def run_microbatch(spark: SparkSession, operator: IncrementalOperator, root: str
                                            f"{exc.holder.describe()}")
         log = BatchLog(jr.checkpoints, operator.name)
         with clock.phase("plan"):
-            planned = _plan(operator, jr, srcs, log, batch_id)
+            tail = log.tail()
+        if may_have_leftovers(tail):
+            with clock.phase("leftovers"):
+                lake.remove_leftovers(spark, written_tables(operator, jr),
+                                      writer=f"{operator.name} micro-batch",
+                                      before_commit=lease.check)
+        with clock.phase("plan"):
+            planned = _plan(operator, jr, srcs, log, tail, batch_id)
         if isinstance(planned, BatchResult):
             return dataclasses.replace(planned, timings=clock.timings)
         hooks.at("planned")
@@ -108,12 +119,25 @@ def run_microbatch(spark: SparkSession, operator: IncrementalOperator, root: str
     raise AssertionError("unreachable")
 
 
+def may_have_leftovers(tail: LogTail) -> bool:
+    """Whether a writer may have died between staging files and committing them: a batch
+    planned but not done, or the batch that compacted (its maintenance writes come after the
+    done record). Checking every batch would read every table's log each micro-batch."""
+    done = tail.last_done
+    return tail.pending is not None or (
+        done is not None and done.batch_id % COMPACT_EVERY == COMPACT_EVERY - 1)
+
+
+def written_tables(operator: IncrementalOperator, root: JoinRoot) -> list[str]:
+    """The tables the runtime writes with Spark (the batch log is delta-rs's own small write)."""
+    return [root.output, root.quarantine, *(root.state(t.name) for t in operator.state_tables)]
+
+
 def _plan(operator: IncrementalOperator, root: JoinRoot, sources: dict[str, Source],
-          log: BatchLog, batch_id: int | None) -> BatchPlan | BatchResult:
+          log: BatchLog, tail: LogTail, batch_id: int | None) -> BatchPlan | BatchResult:
     name = operator.name
     if batch_id is not None and batch_id < 0:
         raise ConfigError(f"{name}: batch_id must be >= 0, got {batch_id}")
-    tail = log.tail()
     done, pending = tail.last_done, tail.pending
     if batch_id is not None and done is not None and batch_id <= done.batch_id:
         record = done if batch_id == done.batch_id else log.done_record(batch_id)
@@ -239,10 +263,11 @@ def _write(app: str, path: str, table: str, written: Written, batch_id: int, *, 
     # A bad input record found inside Spark (a duplicate version, a null ts) surfaces here, in
     # the action that runs the step's plan: as the engine's InputRecordError, naming it.
     with input_errors():
+        # exclusive: a writer paused past its lease fails here once its successor fenced it.
         info = lake.write_delta(frame, path, mode=mode,  # type: ignore[arg-type]
                                 partition_by=partition_by or None, app_txn=txn,
                                 commit_message=f"{app}: {table} of batch {batch_id}",
-                                skip_empty=mode == "append")
+                                skip_empty=mode == "append", exclusive=True)
     metrics: dict[str, Any] = {}
     if info.skipped:
         # Committed by a run that crashed after it: what it added is in the log, and the

@@ -7,7 +7,7 @@
 - Exactly once across crashes and retries, via the write-ahead manifest (`manifest.py`): a
   planned batch whose commit did not land is re-run first, with its own files and batch id,
   before anything new is planned. A plan commit that another run made first stops the run.
-- Leftovers of a crashed run are removed first (`leftovers.py`).
+- Leftovers of a crashed run are removed first (`joins.lake.remove_leftovers`).
 - No file blocks the source: a file that cannot be read is quarantined whole and recorded in the
   manifest as taken; the rest of the batch goes on.
 """
@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from joins.errors import ConfigError
-from joins.ingest.leftovers import remove_leftovers
 from joins.ingest.manifest import IngestManifest, PlannedBatch, PlannedFile, pending_files
 from joins.ingest.source import IngestSource, IngestSummary
 from joins.ingest.stream import ingest_stream_batch
@@ -61,7 +60,7 @@ def run_ingest(spark: SparkSession, source: IngestSource, *, requested: Sequence
     """Ingest the requested landing files (all landed ones when none are named) that no batch has
     taken yet. Returns one summary per batch run (none: nothing new). WriterBusyError when
     another ingest of the source still holds the lease after `wait_s` seconds."""
-    from joins.lake import Lease, txn_version
+    from joins.lake import Lease, remove_leftovers, txn_version
     from joins.operators.versioned_table.retention import check_history_retention
 
     lease = Lease(source.lease, purpose=f"ingest of {source.name}", ttl_s=source.lease_ttl_s)
@@ -72,7 +71,7 @@ def run_ingest(spark: SparkSession, source: IngestSource, *, requested: Sequence
             raise ConfigError(f"{source.name}: config.files names file(s) not in the landing "
                               f"folder {source.landing}: {missing}")
         remove_leftovers(spark, [source.manifest, source.quarantine, source.table],
-                         source_id=source.name, before_commit=lease.check)
+                         writer=source.name, before_commit=lease.check)
         if source.history_retention_ms is not None:
             check_history_retention(source.table, source.history_retention_ms,
                                     before_commit=lease.check)

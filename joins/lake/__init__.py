@@ -5,6 +5,7 @@ in the project that imports `deltalake`.
     read_delta / read_changes      Delta table (version, timestamp, increment) -> DataFrame
     write_delta                    DataFrame -> one Delta commit, idempotent with an AppTxn
     vacuum_orphans                 remove files of writes that never committed
+    remove_leftovers               the same under a writer's lease, fencing a paused writer first
     table_properties               Delta table properties (set_table_properties records new ones)
     Lease                          one writer at a time (a join, an ingest source)
     table_summary                  rows (per partition), min / max: from the log's statistics
@@ -19,6 +20,7 @@ from joins.lake.errors import (
 )
 from joins.lake.finish import committed_write
 from joins.lake.lease import Lease, LeaseLostError, LeaseRecord, WriterBusyError
+from joins.lake.leftovers import remove_leftovers
 from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.properties import set_table_properties, table_properties
 from joins.lake.read import read_delta
@@ -48,6 +50,7 @@ __all__ = [
     "read_arrow",
     "read_changes",
     "read_delta",
+    "remove_leftovers",
     "set_table_properties",
     "table_exists",
     "table_properties",

@@ -65,7 +65,7 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
                 app_txn: AppTxn | None = None, schema_mode: SchemaMode = "enforce",
                 commit_message: str | None = None, expected_version: int | None = None,
                 configuration: Mapping[str, str] | None = None,
-                skip_empty: bool = False) -> CommitInfo:
+                skip_empty: bool = False, exclusive: bool = False) -> CommitInfo:
     """Write `df` to the Delta table at `path` in one commit (creating the table if needed).
 
     mode: "append" adds files; "overwrite" replaces the table's files, or with
@@ -80,6 +80,9 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         committed and ConcurrentCommitError says so. -1 expects no table yet.
     configuration: Delta table properties set when this write creates the table.
     skip_empty: an append of no rows commits nothing (CommitInfo(version=None, files=0)).
+    exclusive: like expected_version, with the version this write finds when it starts: for a
+        writer under a lease, whose successor fences a paused holder by committing first
+        (`remove_leftovers`). Nothing is retried over a concurrent commit.
 
     A small pyarrow Table (metadata, e.g. a batch log's rows) is written by delta-rs directly,
     without a Spark job; only append/overwrite, app_txn and commit_message apply to it.
@@ -126,7 +129,7 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         partition_filters=[(k, "in", sorted(v)) for k, v in sorted(replace.items())]
         if replace else None,
         app_txn=app_txn, write_id=write_id, commit_message=commit_message,
-        guarded=expected_version is not None,
+        guarded=expected_version is not None or exclusive,
         configuration=dict(configuration) if configuration else None)
     return commit_or_clean(request, schema_mode=schema_mode)
 

@@ -4,6 +4,7 @@ leftovers removed by the next run, the history retention stored with the version
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -212,6 +213,10 @@ def test_leftovers_of_a_crashed_write_are_removed_and_its_writer_fenced(spark: A
     (staged / "part-0.parquet").write_bytes(b"x" * 10)
     placed = table / "event_date=1970-01-01" / "part-orphan.parquet"
     placed.write_bytes(b"x" * 10)
+    # Written by a run that crashed a while ago: files from the two seconds before the fence
+    # are kept (a coarse mtime could hide that they were written after it).
+    for orphan in (staged / "part-0.parquet", placed):
+        os.utime(orphan, (time.time() - 60, time.time() - 60))
     version = delta_version(src.table)
     assert version is not None
     # A paused writer planned against this version; the cleaning run will fence it.
