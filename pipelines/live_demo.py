@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from pipelines.dagster_server import DagsterServer
+from pipelines.dev import warm_spark
 from pipelines.live_data import LiveConfig, LiveGenerator
 
 LOCATION = "pipelines.definitions"
@@ -92,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"temporal-joins live demo: lake {root}, Dagster home {home}", flush=True)
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-    with DagsterServer(home=home, port=args.port, env=env) as server:
+    with warm_spark(home / "spark-connect") as spark_env, \
+            DagsterServer(home=home, port=args.port, env={**env, **spark_env}) as server:
         print(f"Dagster UI: {server.url}  (sensors and schedule on; Ctrl-C stops)", flush=True)
         loaded_last = None
         try:

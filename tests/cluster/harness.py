@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from joins.spark.server import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 WORKER_CORES = 4       # logical: two applications (a driver, a Connect server) fit at once
 APP_CORES = 2          # spark.deploy.defaultCores: what an application takes by default
@@ -48,18 +50,6 @@ def java_missing() -> str | None:
     if shutil.which("java") is None:
         return "no java on PATH or in JAVA_HOME (Spark needs Java 17+)"
     return None
-
-
-def free_port(preferred: int | None = None) -> int:
-    """`preferred` if nothing listens there, else a port the kernel picks."""
-    for port in ([preferred] if preferred else []) + [0]:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return int(s.getsockname()[1])
-    raise AssertionError("no free port on 127.0.0.1")
 
 
 def python_env(**extra: str) -> dict[str, str]:
