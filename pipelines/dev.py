@@ -4,7 +4,8 @@ Dagster starts a new process for every run; with a local master each of them sta
 JVM and ran its jobs on a cold JIT, so a two-day backfill launched from the UI cost several times
 the same backfill in the demo's warm process. Here one local Spark Connect server starts first
 (`joins.spark.server`, 127.0.0.1, its own process group) and every run attaches to it through
-`TJ_SPARK_REMOTE`; it stays up, warm, until the UI stops.
+`TJ_SPARK_REMOTE`; it stays up until the UI stops. Meanwhile the demo's jobs run on it once on
+a sample (`pipelines.warm_up`), so that the user's first runs do not pay the JIT's warm-up.
 
 Not started when the user chose a Spark already (`TJ_SPARK_REMOTE` or `TJ_SPARK_MASTER` set) or
 with `TJ_WARM_SPARK=0` (then each run starts a local session, as before).
@@ -18,19 +19,39 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
 
+@dataclass
+class WarmSpark:
+    """What the UI's processes need to share one warm Spark (`env`: {} when the user chose a
+    Spark already), and the warm-up running in the background, if any."""
+
+    env: dict[str, str]
+    warm_up: subprocess.Popen[bytes] | None = None
+    log: Path | None = None
+
+    def wait_warm(self, timeout_s: float = 600) -> None:
+        """Block until the warm-up finished; raise if it failed."""
+        if self.warm_up is None:
+            return
+        if self.warm_up.wait(timeout=timeout_s) != 0:
+            tail = self.log.read_text(errors="replace")[-2000:] if self.log else ""
+            raise RuntimeError(f"the Spark warm-up failed (log {self.log}):\n{tail}")
+
+
 @contextlib.contextmanager
-def warm_spark(log_dir: Path) -> Iterator[dict[str, str]]:
-    """The environment the UI's processes need to share one warm Spark: {} when the user chose a
-    Spark already or turned this off; else {"TJ_SPARK_REMOTE": url} of a server that lives as
-    long as the block."""
+def warm_spark(log_dir: Path, *, warm_up: bool = True) -> Iterator[WarmSpark]:
+    """A local Spark Connect server for the block, unless the user chose a Spark already or
+    turned this off; with `warm_up`, the demo's jobs run on it once in the background
+    (`pipelines.warm_up`, unless TJ_WARM_UP=0) so that the first runs a user launches find
+    its JIT warm."""
     if os.environ.get("TJ_SPARK_REMOTE") or os.environ.get("TJ_SPARK_MASTER") \
             or os.environ.get("TJ_WARM_SPARK", "1") == "0":
-        yield {}
+        yield WarmSpark({})
         return
     from joins.spark.server import DEFAULT_PORT, LocalConnectServer, free_port
 
@@ -39,7 +60,23 @@ def warm_spark(log_dir: Path) -> Iterator[dict[str, str]]:
           f"(log {log_dir}; TJ_WARM_SPARK=0 runs each on its own session)", file=sys.stderr,
           flush=True)
     with LocalConnectServer(log_dir=log_dir, port=port) as server:
-        yield {"TJ_SPARK_REMOTE": server.url}
+        warm = WarmSpark({"TJ_SPARK_REMOTE": server.url})
+        if warm_up and os.environ.get("TJ_WARM_UP", "1") != "0":
+            warm.log = log_dir / "warm-up.log"
+            with open(warm.log, "ab") as out:
+                warm.warm_up = subprocess.Popen(
+                    [sys.executable, "-m", "pipelines.warm_up"], cwd=REPO,
+                    env={**os.environ, **warm.env}, stdout=out, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, start_new_session=True)
+            print(f"== warming it up with the demo's jobs on a sample, in the background "
+                  f"(log {warm.log})", file=sys.stderr, flush=True)
+        try:
+            yield warm
+        finally:
+            if warm.warm_up is not None and warm.warm_up.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(warm.warm_up.pid, signal.SIGKILL)
+                warm.warm_up.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,10 +85,10 @@ def main(argv: list[str] | None = None) -> int:
 
     home = prepare_dagster_home()
     port = os.environ.get("PORT", "3000")
-    with warm_spark(home / "spark-connect") as env:
+    with warm_spark(home / "spark-connect") as warm:
         cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"),
                "-h", "127.0.0.1", "-p", port, *args]
-        proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **env})
+        proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **warm.env})
         # Ctrl-C reaches dagster through the terminal's process group; a SIGTERM sent to this
         # process is passed on, so that the server below stops after the UI.
         signal.signal(signal.SIGTERM, lambda *_: proc.terminate())

@@ -93,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"temporal-joins live demo: lake {root}, Dagster home {home}", flush=True)
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-    with warm_spark(home / "spark-connect") as spark_env, \
-            DagsterServer(home=home, port=args.port, env={**env, **spark_env}) as server:
+    # No warm-up run: the sensors' runs start at once and warm the server themselves.
+    with warm_spark(home / "spark-connect", warm_up=False) as warm, \
+            DagsterServer(home=home, port=args.port, env={**env, **warm.env}) as server:
         print(f"Dagster UI: {server.url}  (sensors and schedule on; Ctrl-C stops)", flush=True)
         loaded_last = None
         try:
