@@ -4,8 +4,12 @@
 
 - `telemetry.enabled: false`: nothing is sent anywhere (and no banner on every start);
 - `nux.enabled: false`: no "join the Dagster community" pop-up over the first page visited;
-- `run_queue.max_concurrent_runs: 2`: every run starts a Spark driver (a JVM); on a small machine
-  more at once only slows each down.
+- the run queue (`run_coordinator: QueuedRunCoordinator`) with `max_concurrent_runs: 2`: on a
+  small machine more Spark runs at once only slow each down; and `dequeue_interval_seconds: 1`:
+  Dagster's daemon looks for queued runs every 5 s by default, which a user who launched a run
+  waits for. (The shorter `run_queue` key cannot set the interval, and Dagster refuses it beside
+  `run_coordinator`: a home this project wrote with `run_queue: {max_concurrent_runs: 2}` is
+  migrated; a `run_queue` a user wrote otherwise is kept, and then no run_coordinator is added.)
 """
 
 from __future__ import annotations
@@ -20,8 +24,12 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULTS: dict[str, Any] = {
     "telemetry": {"enabled": False},
     "nux": {"enabled": False},
-    "run_queue": {"max_concurrent_runs": 2},
+    "run_coordinator": {"module": "dagster.core.run_coordinator",
+                        "class": "QueuedRunCoordinator",
+                        "config": {"max_concurrent_runs": 2, "dequeue_interval_seconds": 1}},
 }
+# What earlier versions wrote; replaced by the run_coordinator block above.
+OLD_RUN_QUEUE = {"max_concurrent_runs": 2}
 
 
 def dagster_home() -> Path:
@@ -36,7 +44,11 @@ def prepare_dagster_home(home: Path | None = None, **overrides: Any) -> Path:
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     current = yaml.safe_load(config.read_text()) if config.exists() else None
+    if current and current.get("run_queue") == OLD_RUN_QUEUE and "run_coordinator" not in current:
+        current = {k: v for k, v in current.items() if k != "run_queue"}
     merged: dict[str, Any] = {**DEFAULTS, **overrides}
+    if current and ("run_queue" in current or "run_coordinator" in current):
+        merged.pop("run_coordinator", None)   # the user's own queue settings win, whole
     for key, value in (current or {}).items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}
