@@ -49,7 +49,8 @@ def free_port(preferred: int | None = None) -> int:
     raise RuntimeError("no free port on 127.0.0.1")
 
 
-def _listening(port: int) -> bool:
+def listening(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:`port`."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(1)
         return s.connect_ex(("127.0.0.1", port)) == 0
@@ -105,7 +106,7 @@ class LocalConnectServer:
         self.stop()
 
     def start(self) -> None:
-        if _listening(self.port):
+        if listening(self.port):
             raise ConfigError(f"port {self.port} on 127.0.0.1 is taken (another Spark Connect "
                               f"server?); choose another with TJ_CONNECT_PORT, or point "
                               f"TJ_SPARK_REMOTE at the running server")
@@ -118,7 +119,7 @@ class LocalConnectServer:
                                          stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + self.start_timeout_s
-        while not _listening(self.port):
+        while not listening(self.port):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 tail = self.log_path.read_text(errors="replace")[-3000:]
                 self.stop()

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from joins.spark.server import free_port
+from joins.spark.server import free_port, listening
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER_CORES = 4       # logical: two applications (a driver, a Connect server) fit at once
@@ -111,12 +110,6 @@ def wait_until(what: str, ready: Any, daemons: list[Daemon], timeout_s: float = 
             logs = "\n".join(f"--- {d.name} ({d.log}):\n{d.tail(2000)}" for d in daemons)
             raise AssertionError(f"{what} not ready within {timeout_s:.0f} s\n{logs}")
         time.sleep(0.5)
-
-
-def _listening(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _master_status(web_url: str) -> dict[str, Any] | None:
@@ -208,7 +201,7 @@ def start_connect(base: Path, master_url: str) -> ConnectServer:
            "--conf", "spark.ui.enabled=false"]
     daemon = start_daemon("connect", cmd, base, env)
     try:
-        wait_until("the Spark Connect server", lambda: _listening(port), [daemon])
+        wait_until("the Spark Connect server", lambda: listening(port), [daemon])
     except BaseException:
         daemon.stop()
         raise
