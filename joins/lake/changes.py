@@ -44,6 +44,8 @@ class ChangeStats:
     files: int
     min: dict[str, Any] = field(default_factory=dict)
     max: dict[str, Any] = field(default_factory=dict)
+    # Null values per column; absent when some file has no null count for it.
+    nulls: dict[str, int] = field(default_factory=dict)
 
 
 def _range(loc: TableLocation, from_version: int, to_version: int | None) -> tuple[Snapshot, int]:
@@ -153,7 +155,9 @@ def change_stats(path: str | os.PathLike[str], from_version: int,
     rows: int | None = 0
     lows: dict[str, Any] = {}
     highs: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
     unknown: set[str] = set()
+    no_nulls_known: set[str] = set()
     for f in files:
         stats = f.stats or {}
         count = stats.get("numRecords")
@@ -162,9 +166,19 @@ def change_stats(path: str | os.PathLike[str], from_version: int,
             continue
         mins = dict(stats.get("minValues") or {})
         maxs = dict(stats.get("maxValues") or {})
+        null_counts = dict(stats.get("nullCount") or {})
         for column, value in f.entry.partition_values.items():
             mins[column] = maxs[column] = value
+            if value is not None or count is not None:
+                null_counts[column] = 0 if value is not None else int(count)
+            else:
+                null_counts.pop(column, None)
         for column in snap.schema.fieldNames():
+            counted = null_counts.get(column)
+            if isinstance(counted, int) and not isinstance(counted, bool):
+                nulls[column] = nulls.get(column, 0) + counted
+            else:
+                no_nulls_known.add(column)  # a struct's counts are nested: not summed here
             if column not in mins or column not in maxs:
                 unknown.add(column)
                 continue
@@ -176,4 +190,6 @@ def change_stats(path: str | os.PathLike[str], from_version: int,
     for column in unknown:
         lows.pop(column, None)
         highs.pop(column, None)
-    return ChangeStats(rows=rows, files=len(files), min=lows, max=highs)
+    for column in no_nulls_known:
+        nulls.pop(column, None)
+    return ChangeStats(rows=rows, files=len(files), min=lows, max=highs, nulls=nulls)

@@ -19,6 +19,7 @@ from joins.lake import (
     AppTxn,
     LakeError,
     UnsupportedTableError,
+    change_stats,
     delta_version,
     read_changes,
     read_delta,
@@ -54,6 +55,21 @@ def test_read_changes_between_versions(spark, table: str) -> None:
         read_changes(spark, table, 0, 9)
     with pytest.raises(LakeError, match="from_version"):
         read_changes(spark, table, 2, 1)
+
+
+def test_change_stats_count_nulls_per_column(spark, table: str) -> None:
+    """Null counts are summed over the range's files (partition columns from their values);
+    a range without nulls in a column says 0, which lets a micro-batch skip an aggregate."""
+    write_delta(events(spark, DAY1), table, partition_by=["event_date"])
+    write_delta(events(spark, [(3, None, 3.0, "2024-01-02", None), (4, "d", None, "2024-01-03", None)]),
+                table, partition_by=["event_date"])
+    first = change_stats(table, -1, 0)
+    assert first.rows == 2 and first.nulls["id"] == 0 and first.nulls["name"] == 0
+    assert first.nulls["event_date"] == 0 and first.nulls["ts"] == 2
+    both = change_stats(table, -1, 1)
+    assert both.rows == 4
+    assert (both.nulls["id"], both.nulls["name"], both.nulls["amount"]) == (0, 1, 1)
+    assert change_stats(table, 1, 1).nulls == {}
 
 
 def test_read_changes_refuses_ranges_with_removals(spark, table: str) -> None:

@@ -22,7 +22,8 @@ from joins.microbatch import run_reference
 from joins.operators.base import Item
 from joins.operators.stream_table_join import DEFINITION
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
-from joins.operators.stream_table_join.grace import decide, late_reason, late_reason_text
+from joins.operators.stream_table_join.grace import decide
+from joins.operators.stream_table_join.late import late_reason, late_reason_text
 from joins.operators.stream_table_join.prefix import MAX_BLOCKS, P_BEFORE, prefix_stream_time
 from joins.operators.stream_table_join.reference import GraceBuffer, StreamTableJoinProcessor
 from joins.operators.stream_table_join.spark_replay import ReplayLake, spark_replay
@@ -496,3 +497,23 @@ def test_every_stream_table_scenario_on_spark(spark: Any, path: Path) -> None:
         got = spark_replay(spec, records, batch_size, got_metrics)
         assert got == want, f"batch size {batch_size}"
         assert nonzero(got_metrics) == nonzero(want_metrics)
+
+
+def test_stream_time_from_statistics_only_when_no_record_is_skipped() -> None:
+    """A batch's largest eligible ts comes from Delta statistics only when they prove that no
+    record is skipped; otherwise the step runs its aggregate (Unknown)."""
+    from joins.lake import ChangeStats
+    from joins.operators.stream_table_join.prefix import Unknown, max_ts_if_no_nulls
+
+    def stats(**nulls: int) -> ChangeStats:
+        return ChangeStats(rows=3, files=1, max={"ts": 17}, nulls=nulls)
+
+    ask = {"ts": "ts", "some_of": ["a", "b"], "all_of": ["k"]}
+    assert max_ts_if_no_nulls(stats(ts=0, a=0, b=2, k=0), **ask) == 17
+    assert isinstance(max_ts_if_no_nulls(stats(ts=0, a=1, b=2, k=0), **ask), Unknown)  # maybe all-null values
+    assert isinstance(max_ts_if_no_nulls(stats(ts=0, a=0, b=0, k=1), **ask), Unknown)  # a null table key
+    assert isinstance(max_ts_if_no_nulls(stats(ts=1, a=0, b=0, k=0), **ask), Unknown)  # a null ts
+    assert isinstance(max_ts_if_no_nulls(stats(a=0, k=0), **ask), Unknown)  # no null count for ts
+    assert isinstance(max_ts_if_no_nulls(None, **ask), Unknown)
+    assert max_ts_if_no_nulls(ChangeStats(rows=0, files=0), **ask) is None
+    assert max_ts_if_no_nulls(stats(ts=0, k=0), ts="ts", some_of=[], all_of=[]) == 17

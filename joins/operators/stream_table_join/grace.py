@@ -29,12 +29,12 @@ t + grace) by a descending sort, without any global window.
 
 from __future__ import annotations
 
-import functools
-import re
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, REASON, TABLE_KEY
+from joins.operators.stream_table_join.late import late_reason
 from joins.operators.stream_table_join.prefix import (
     BLOCK,
     DEFAULT_BLOCK_ROWS,
@@ -63,60 +63,85 @@ SKIPPED_NULL_KEY = "skipped_null_key"
 LATE_CLASS = "late"
 PUT = "put"          # put into the grace buffer
 JOINED = "joined"    # no grace: joined on arrival
+_CLASSES = (SKIPPED_NULL_VALUE, SKIPPED_NULL_KEY, LATE_CLASS, PUT, JOINED)
 
 _MIN_LONG = -(1 << 63)
 
 
-# Sentinel numbers fed to the reference processor to read its quarantine reason as a template:
-# distinct, and unlike any other number the text could hold.
-_S_GRACE, _S_STREAM_TIME, _S_TS = 7919, 1_000_003, 11
-
-
-@functools.cache
-def _late_reason_template() -> str:
-    """The reference processor's quarantine reason with `{ts}`, `{st}`, `{grace}`, `{bound}`
-    and `{needed}` in place of the numbers: the Spark expression and the reference then word
-    their reasons identically, whatever the wording is."""
-    from joins.operators.stream_table_join.reference import StreamTableJoinProcessor
-    from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTableRecord
-
-    spec = StreamTableJoinSpec.model_validate(
-        {"join": "left", "table": {"versioned": True, "history_retention_ms": _S_GRACE},
-         "grace_ms": _S_GRACE, "late": "quarantine"})
-    processor = StreamTableJoinProcessor(spec)
-    processor.process(StreamTableRecord(i=0, side="stream", key="k", value="v", ts=_S_STREAM_TIME))
-    items = processor.process(StreamTableRecord(i=1, side="stream", key="k", value="v", ts=_S_TS))
-    text = str(items[0]["reason"]).replace("{", "{{").replace("}", "}}")
-    names = {_S_TS: "{ts}", _S_STREAM_TIME: "{st}", _S_GRACE: "{grace}",
-             _S_STREAM_TIME - _S_GRACE: "{bound}", _S_STREAM_TIME - _S_TS: "{needed}"}
-    return re.sub(r"-?\d+", lambda m: names.get(int(m.group()), m.group()), text)
-
-
-def late_reason_text(ts: int, stream_time: int, grace_ms: int) -> str:
-    """The quarantine reason of a late record, word for word the reference processor's."""
-    return _late_reason_template().format(ts=ts, st=stream_time, grace=grace_ms,
-                                          bound=stream_time - grace_ms, needed=stream_time - ts)
-
-
-def late_reason(ts: Column, stream_time: Column, grace_ms: int) -> Column:
-    """`late_reason_text` as a Spark expression."""
-    from pyspark.sql import functions as F
-
-    fmt = _late_reason_template().replace("%", "%%").format(
-        ts="%1$d", st="%2$d", grace=grace_ms, bound="%3$d", needed="%4$d")
-    return F.format_string(fmt, ts, stream_time, stream_time - F.lit(grace_ms), stream_time - ts)
+# What becomes of a record of `Decision.decided` (null: nothing, a skipped or dropped record).
+FATE = "_fate"
+JOIN_FATE, KEEP_FATE, QUARANTINE_FATE = "join", "keep", "quarantine"
 
 
 @dataclass(frozen=True)
 class Decision:
-    """What one batch does with its stream records, before any table lookup."""
+    """What one batch does with its stream records, before any table lookup.
 
-    classified: DataFrame          # new records + CLASS, P_BEFORE, BLOCK
-    to_join: DataFrame             # stream columns + TABLE_KEY, EMIT_SEQ, LATE
-    quarantine: DataFrame | None   # stream columns + REASON, stream_time, grace_ms
-    buffer_after: DataFrame | None  # stream columns: what stays buffered
+    `decided` holds every new record (CLASS, P_BEFORE, FATE, EMIT_SEQ, LATE) and every buffered
+    record the batch evicts (CLASS null): one frame, so that a step materializes the decision
+    in one Spark action and reads its counts from that action (`decision_metrics`). The
+    buffered records that stay are `kept_buffer`, a filter of the state as read: a
+    materialized decision never copies the whole buffer."""
+
+    decided: DataFrame
+    kept_buffer: DataFrame | None
+    stream_cols: tuple[str, ...]
+    ts: str
+    grace_ms: int | None
+    late: str
     stream_time_after: int | None
     evict_bound: int | None        # records with ts <= this were evicted (None: none)
+
+    def with_decided(self, frame: DataFrame) -> Decision:
+        """The same decision read from `frame` (e.g. a checkpoint of `decided`)."""
+        return dataclasses.replace(self, decided=frame)
+
+    @property
+    def to_join(self) -> DataFrame:
+        """Stream columns + TABLE_KEY, EMIT_SEQ, LATE: the records joined in this batch."""
+        from pyspark.sql import functions as F
+
+        return self.decided.where(F.col(FATE) == JOIN_FATE).select(
+            *self.stream_cols, TABLE_KEY, EMIT_SEQ, LATE)
+
+    @property
+    def quarantine(self) -> DataFrame | None:
+        """Stream columns + REASON, stream_time, grace_ms (late = "quarantine" only)."""
+        from pyspark.sql import functions as F
+
+        if self.grace_ms is None or self.late != "quarantine":
+            return None
+        ts = F.col(self.ts)
+        return self.decided.where(F.col(FATE) == QUARANTINE_FATE).select(
+            *self.stream_cols, late_reason(ts, F.col(P_BEFORE), self.grace_ms).alias(REASON),
+            F.col(P_BEFORE).alias("stream_time"), F.lit(self.grace_ms).cast("long").alias("grace_ms"))
+
+    @property
+    def buffer_after(self) -> DataFrame | None:
+        """Stream columns: what stays buffered (None without grace)."""
+        from pyspark.sql import functions as F
+
+        if self.grace_ms is None:
+            return None
+        staying = self.decided.where(F.col(FATE) == KEEP_FATE).select(*self.stream_cols)
+        if self.kept_buffer is None:
+            return staying
+        return self.kept_buffer.select(*self.stream_cols).unionByName(staying)
+
+
+def decision_metrics(ts: str) -> dict[str, Column]:
+    """A batch's counts over `Decision.decided`'s new records: `n`, one per class, and the
+    lateness of the records that were not skipped (`report.lateness_columns`)."""
+    from pyspark.sql import functions as F
+
+    from joins.operators.stream_table_join.report import count_if, lateness_columns
+
+    cls = F.col(CLASS)
+    eligible = cls.isin(PUT, JOINED, LATE_CLASS)
+    metrics = {"n": F.count(cls)}  # buffered records have no class
+    metrics.update({c: count_if(cls == c) for c in _CLASSES})
+    metrics.update(lateness_columns(F.greatest(F.col(P_BEFORE) - F.col(ts), F.lit(0)), eligible))
+    return metrics
 
 
 def classify(new: DataFrame, spec: StreamTableJoinSpec, *, value_cols: list[str]) -> Column:
@@ -183,48 +208,48 @@ def resolve(classified: DataFrame, buffer: DataFrame | None, spec: StreamTableJo
     """Step 3: what is joined (evicted and late-joined records), quarantined and kept."""
     from pyspark.sql import functions as F
 
-    keep = [*stream_cols, TABLE_KEY]
+    carried = [*stream_cols, TABLE_KEY, CLASS, P_BEFORE]
+    cls = F.col(CLASS)
+
+    def decision(decided: DataFrame, kept: DataFrame | None, bound: int | None) -> Decision:
+        return Decision(decided, kept, tuple(stream_cols), ts, spec.grace_ms, spec.late,
+                        stream_time_after, bound)
+
     if spec.grace_ms is None:
-        to_join = classified.where(F.col(CLASS) == JOINED).select(
-            *keep, F.col(seq).alias(EMIT_SEQ), F.lit(False).alias(LATE))
-        return Decision(classified, to_join, None, None, stream_time_after, None)
+        decided = classified.select(*carried, F.when(cls == JOINED, F.lit(JOIN_FATE)).alias(FATE),
+                                    F.col(seq).alias(EMIT_SEQ), F.lit(False).alias(LATE))
+        return decision(decided, None, None)
 
     grace = spec.grace_ms
-    late = classified.where(F.col(CLASS) == LATE_CLASS)
-    puts = classified.where(F.col(CLASS) == PUT)
-    pool_new = puts.select(*keep, F.lit(True).alias(_NEW),
-                           F.greatest(F.col(P_BEFORE), F.col(ts)).alias(_P_AFTER))
-    pool = pool_new
-    if buffer is not None:
-        pool = buffer.select(*keep, F.lit(False).alias(_NEW),
-                             F.lit(None).cast("long").alias(_P_AFTER)).unionByName(pool_new)
     bound = None if stream_time_after is None else stream_time_after - grace
-
-    parts: list[DataFrame] = []
+    is_put = cls == PUT
+    evicted = F.lit(False) if bound is None else F.col(ts) <= F.lit(bound)
+    # A put evicts itself when its own arrival lifts stream time to ts + grace.
+    at_own_put = F.coalesce(F.col(ts) + F.lit(grace) <= F.greatest(F.col(P_BEFORE), F.col(ts)),
+                            F.lit(False))
+    late_fate = {"join": JOIN_FATE, "quarantine": QUARANTINE_FATE}.get(spec.late)
+    fate = (F.when(cls == LATE_CLASS, F.lit(late_fate))
+            .when(is_put & ~evicted, F.lit(KEEP_FATE))
+            .when(is_put & at_own_put, F.lit(JOIN_FATE)))
+    by_later_put = F.coalesce(is_put & evicted & ~at_own_put, F.lit(False))
+    parts = [classified.where(~by_later_put).select(
+        *carried, fate.alias(FATE), F.col(seq).alias(EMIT_SEQ), (cls == LATE_CLASS).alias(LATE))]
+    kept = buffer
     if bound is not None:
-        evicted = pool.where(F.col(ts) <= F.lit(bound))
-        x = F.col(ts) + F.lit(grace)
-        at_own_put = F.col(_NEW) & F.coalesce(x <= F.col(_P_AFTER), F.lit(False))
-        parts.append(evicted.where(at_own_put).select(
-            *keep, F.col(seq).alias(EMIT_SEQ), F.lit(False).alias(LATE)))
-        parts.append(_evicted_by_later_put(evicted.where(~at_own_put), puts, blocks,
-                                           keep=keep, ts=ts, seq=seq, grace=grace))
-    if spec.late == "join":
-        parts.append(late.select(*keep, F.col(seq).alias(EMIT_SEQ), F.lit(True).alias(LATE)))
-    to_join = parts[0] if parts else puts.select(
-        *keep, F.col(seq).alias(EMIT_SEQ), F.lit(False).alias(LATE)).limit(0)
-    for part in parts[1:]:
-        to_join = to_join.unionByName(part)
-
-    quarantine = None
-    if spec.late == "quarantine":
-        quarantine = late.select(*stream_cols,
-                                 late_reason(F.col(ts), F.col(P_BEFORE), grace).alias(REASON),
-                                 F.col(P_BEFORE).alias("stream_time"),
-                                 F.lit(grace).cast("long").alias("grace_ms"))
-    remaining = pool if bound is None else pool.where(F.col(ts) > F.lit(bound))
-    return Decision(classified, to_join, quarantine, remaining.select(*stream_cols),
-                    stream_time_after, bound)
+        queries = classified.where(by_later_put).select(*carried)
+        if buffer is not None:
+            old = buffer.where(F.col(ts) <= F.lit(bound)).select(
+                *stream_cols, TABLE_KEY, F.lit(None).cast("string").alias(CLASS),
+                F.lit(None).cast("long").alias(P_BEFORE))
+            queries = old.unionByName(queries)
+            kept = buffer.where(F.col(ts) > F.lit(bound))
+        puts = classified.where(is_put)
+        parts.append(_evicted_by_later_put(queries, puts, blocks, keep=carried, ts=ts, seq=seq,
+                                           grace=grace)
+                     .select(*carried, F.lit(JOIN_FATE).alias(FATE), EMIT_SEQ,
+                             F.lit(False).alias(LATE)))
+    decided = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    return decision(decided, kept, bound)
 
 
 def decide(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
@@ -241,8 +266,8 @@ def decide(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, 
 
 def _evicted_by_later_put(queries: DataFrame, puts: DataFrame, blocks: tuple[Block, ...], *,
                           keep: list[str], ts: str, seq: str, grace: int) -> DataFrame:
-    """EMIT_SEQ of evicted records whose own put (if any) did not evict them: the arrival index
-    of the record setter with the smallest ts >= ts + grace."""
+    """`keep` + EMIT_SEQ of evicted records whose own put (if any) did not evict them: the
+    arrival index of the record setter with the smallest ts >= ts + grace."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -272,4 +297,4 @@ def _evicted_by_later_put(queries: DataFrame, puts: DataFrame, blocks: tuple[Blo
     merged = located.unionByName(setters, allowMissingColumns=True)
     return (merged.withColumn(EMIT_SEQ, F.last(_RS_SEQ, ignorenulls=True).over(window))
             .where(F.col(_KIND) == 1)
-            .select(*keep, F.col(EMIT_SEQ), F.lit(False).alias(LATE)))
+            .select(*keep, F.col(EMIT_SEQ)))

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from joins.lake import ChangeStats
+
 P_BEFORE = "_p_before"
 BLOCK = "_block"
 _CARRY = "_carry"
@@ -44,6 +46,30 @@ def max_opt(a: int | None, b: int | None) -> int | None:
     if a is None:
         return b
     return a if b is None else max(a, b)
+
+
+class Unknown:
+    """What Delta statistics cannot tell (None is an answer: there is no such record)."""
+
+
+def max_ts_if_no_nulls(stats: ChangeStats | None, *, ts: str, some_of: list[str],
+                       all_of: list[str]) -> int | Unknown | None:
+    """The largest `ts` of a batch's new rows from the Delta statistics of its files (no Spark
+    job), if they show that every row has a `ts`, a value in at least one `some_of` column
+    (when there are any) and in every `all_of` column."""
+    if stats is None or stats.rows is None:
+        return Unknown()
+    if stats.rows == 0:
+        return None
+    no_null = {c for c, n in stats.nulls.items() if n == 0}
+    high = stats.max.get(ts)
+    if ts not in no_null or not isinstance(high, int) or isinstance(high, bool):
+        return Unknown()
+    if some_of and not no_null.intersection(some_of):
+        return Unknown()
+    if not no_null.issuperset(all_of):
+        return Unknown()
+    return high
 
 
 def prefix_stream_time(df: DataFrame, *, ts_col: str, seq_col: str, stream_time_before: int | None,

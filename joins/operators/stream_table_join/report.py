@@ -82,19 +82,19 @@ def count_if(cond: Column) -> Column:
     return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0)))
 
 
-def lateness_columns(lateness: Column, eligible: Column) -> list[Column]:
-    """Aggregates of the lateness of the `eligible` rows (see `lateness_stats`)."""
+def lateness_columns(lateness: Column, eligible: Column) -> dict[str, Column]:
+    """Aggregates of the lateness of the `eligible` rows, by name (see `lateness_stats`)."""
     from pyspark.sql import functions as F
 
     value = F.when(eligible, F.coalesce(lateness, F.lit(0)))
-    out = [F.count(value).alias("lat_n"), F.max(value).alias("lat_max"),
-           F.percentile_approx(value, [0.5, 0.95, 0.99]).alias("lat_pct")]
+    out = {"lat_n": F.count(value), "lat_max": F.max(value),
+           "lat_pct": F.percentile_approx(value, [0.5, 0.95, 0.99])}
     lower: int | None = None
     for upper in LATENESS_BUCKETS_MS:
         cond = value <= F.lit(upper) if lower is None else (value > F.lit(lower)) & (value <= F.lit(upper))
-        out.append(count_if(cond).alias(f"lat_le_{upper}"))
+        out[f"lat_le_{upper}"] = count_if(cond)
         lower = upper
-    out.append(count_if(value > F.lit(lower)).alias("lat_gt"))
+    out["lat_gt"] = count_if(value > F.lit(lower))
     return out
 
 

@@ -35,20 +35,20 @@ from joins.operators.stream_table_join.grace import (
     DEFAULT_BLOCK_ROWS,
     JOINED,
     LATE_CLASS,
-    P_BEFORE,
     PUT,
     SKIPPED_NULL_KEY,
     SKIPPED_NULL_VALUE,
     Decision,
+    decision_metrics,
     resolve,
     scan_batch,
     single_block_blocks,
 )
+from joins.operators.stream_table_join.prefix import Unknown, max_ts_if_no_nulls
 from joins.operators.stream_table_join.report import (
     LatenessStats,
     MicroBatchReport,
     count_if,
-    lateness_columns,
     lateness_stats,
 )
 from joins.operators.stream_table_join.state import APP, BUFFER, UNVERSIONED_TABLE, JoinPaths
@@ -75,7 +75,6 @@ __all__ = [
 
 # Carried from batch to batch (BatchDone.carry).
 STREAM_TIME, TABLE_STREAM_TIME, BUFFERED = "stream_time", "table_stream_time", "buffered"
-_CLASSES = (SKIPPED_NULL_VALUE, SKIPPED_NULL_KEY, LATE_CLASS, PUT, JOINED)
 
 
 @dataclass
@@ -111,6 +110,7 @@ class StreamTableJoinStep:
         return stream_cols
 
     def step(self, ctx: StepContext) -> StepResult:
+        from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         spec, cols = self.spec, self.cols
@@ -120,36 +120,53 @@ class StreamTableJoinStep:
         stream_cols = self.stream_columns(value_cols)
         require(raw_new, stream_cols, what=f"stream_source {ctx.source_path('stream')!r}")
         key_col = cols.lookup_key_column(spec)
-        new = raw_new.select(*stream_cols).withColumn(TABLE_KEY, F.col(key_col)).persist()
+        new = raw_new.select(*stream_cols).withColumn(TABLE_KEY, F.col(key_col))
         buffer = None
         if spec.grace_ms is not None:
             state = ctx.state(BUFFER, columns=stream_cols)
             buffer = None if state is None else state.withColumn(TABLE_KEY, F.col(key_col))
         stats = ctx.change_stats("stream")
-        span = None
+        span, cache = None, False
         if stats is not None and cols.seq in stats.min and stats.min[cols.seq] is not None:
             span = (int(stats.min[cols.seq]), int(stats.max[cols.seq]))
+        if span is None or span[1] - span[0] >= self.block_rows:
+            # Read twice (block maxima, then the blocks' windows), and its windows read by
+            # three branches of the decision. A one-block batch is neither: its one exchange is
+            # shared by the branches (Spark reuses it) and re-running its small window is
+            # cheaper than building a cache in extra Spark jobs.
+            new = new.persist()
+            cache = True
         stream_time_before = carry.get(STREAM_TIME)
         with ctx.phase("stream time"):
             scanned = scan_batch(new, spec, value_cols=value_cols, ts=cols.ts, seq=cols.seq,
                                  stream_time_before=stream_time_before,
                                  block_rows=self.block_rows, seq_span=span)
-        classified = scanned.classified.persist()
-        with ctx.phase("classify"):
-            row = self._classify_stats(classified)
+        classified = scanned.classified.persist() if cache else scanned.classified
         blocks, st_after = scanned.blocks, scanned.stream_time_after
         if scanned.single_block:
-            max_eligible = row["max_eligible"]
-            blocks, st_after = single_block_blocks(
-                stream_time_before, None if max_eligible is None else int(max_eligible))
+            # Every record is eligible when some value column and (inner join) the table key
+            # have no null: the largest eligible ts is then the statistics' largest ts.
+            max_eligible = max_ts_if_no_nulls(
+                stats, ts=cols.ts, some_of=value_cols,
+                all_of=[key_col] if spec.join == "inner" else [])
+            if isinstance(max_eligible, Unknown):
+                with ctx.phase("classify"):
+                    max_eligible = self._max_eligible(classified)
+            blocks, st_after = single_block_blocks(stream_time_before, max_eligible)
         decision = resolve(classified, buffer, spec, blocks=blocks, stream_time_after=st_after,
                            stream_cols=stream_cols, ts=cols.ts, seq=cols.seq)
         with ctx.phase("decide"):
-            # Materialized once: the lookups read it twice (the keys that narrow the table's
-            # history, and the probe), and deciding evictions costs a shuffle.
-            to_join = decision.to_join.localCheckpoint()
+            # One action decides the batch and counts it: the lookups read what is joined twice
+            # (the keys that narrow the table's history, and the probe), the writes read the
+            # quarantined and newly buffered records, and deciding evictions costs a shuffle.
+            observation = Observation(f"{self.name}_decide_{ctx.batch_id}")
+            metrics = decision_metrics(cols.ts)
+            decided = decision.decided.observe(
+                observation, *(e.alias(n) for n, e in metrics.items())).localCheckpoint()
+            row = observation.get
+        decision = decision.with_decided(decided)
         with ctx.phase("table side"):
-            side = lookup_table(ctx, spec, cols, to_join, self.lookup_strategy)
+            side = lookup_table(ctx, spec, cols, decision.to_join, self.lookup_strategy)
         result = self._writes(ctx, decision, side, stream_cols, row)
 
         def release() -> None:
@@ -160,19 +177,15 @@ class StreamTableJoinStep:
                           finish=self._finisher(ctx, decision, side, row),
                           release=release)
 
-    def _classify_stats(self, classified: DataFrame) -> Any:
+    def _max_eligible(self, classified: DataFrame) -> int | None:
+        """The largest ts of the records that are not skipped (late ones included: their ts is
+        below stream time, so they never raise it)."""
         from pyspark.sql import functions as F
 
-        ts = self.cols.ts
         eligible = F.col(CLASS).isin(PUT, JOINED, LATE_CLASS)
-        row = classified.agg(
-            F.count(F.lit(1)).alias("n"),
-            *(count_if(F.col(CLASS) == c).alias(c) for c in _CLASSES),
-            F.max(F.when(eligible, F.col(ts))).alias("max_eligible"),
-            *lateness_columns(F.greatest(F.col(P_BEFORE) - F.col(ts), F.lit(0)), eligible),
-        ).first()
+        row = classified.agg(F.max(F.when(eligible, F.col(self.cols.ts))).alias("m")).first()
         assert row is not None
-        return row
+        return None if row["m"] is None else int(row["m"])
 
     def _writes(self, ctx: StepContext, decision: Decision, side: TableSide,
                 stream_cols: list[str], stats: Any,
