@@ -2,13 +2,15 @@
 
 Dagster starts a new process for every run; with a local master each of them started its own
 JVM and ran its jobs on a cold JIT, so a two-day backfill launched from the UI cost several times
-the same backfill in the demo's warm process. Here one local Spark Connect server starts first
-(`joins.spark.server`, 127.0.0.1, its own process group) and every run attaches to it through
-`TJ_SPARK_REMOTE`; it stays up until the UI stops. Meanwhile the demo's jobs run on it once on
-a sample (`pipelines.warm_up`), so that the user's first runs do not pay the JIT's warm-up.
+the same backfill in the demo's warm process. Here the warm run worker starts first
+(`pipelines.run_worker`, its own process group): the instance's run launcher hands it every run,
+which executes there on one SparkSession with no process start, after the demo's jobs ran once
+on a sample to warm the JIT (`pipelines.warm_up`). It stops after the UI.
 
-Not started when the user chose a Spark already (`TJ_SPARK_REMOTE` or `TJ_SPARK_MASTER` set) or
-with `TJ_WARM_SPARK=0` (then each run starts a local session, as before).
+With `TJ_RUN_WORKER=0` each run gets its own process again, and those attach to one local Spark
+Connect server started here instead (`joins.spark.server`, 127.0.0.1, via `TJ_SPARK_REMOTE`),
+warmed the same way; not started when the user chose a Spark already (`TJ_SPARK_REMOTE` or
+`TJ_SPARK_MASTER` set) or with `TJ_WARM_SPARK=0` (then each run starts a local session).
 """
 
 from __future__ import annotations
@@ -79,18 +81,49 @@ def warm_spark(log_dir: Path, *, warm_up: bool = True) -> Iterator[WarmSpark]:
                 warm.warm_up.wait()
 
 
+@contextlib.contextmanager
+def run_worker(home: Path) -> Iterator[subprocess.Popen[bytes] | None]:
+    """The warm run worker (`pipelines.run_worker`) for the block, in its own process group,
+    unless TJ_RUN_WORKER=0; its log is `home/run-worker.log`."""
+    if os.environ.get("TJ_RUN_WORKER", "1") == "0":
+        yield None
+        return
+    log = home / "run-worker.log"
+    print(f"== starting the warm run worker: the UI's runs execute in it, on one SparkSession "
+          f"(log {log}; TJ_RUN_WORKER=0 starts a process per run)", file=sys.stderr, flush=True)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "pipelines.run_worker"], cwd=REPO,
+                                env={**os.environ, "DAGSTER_HOME": str(home)}, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     from pipelines.instance import prepare_dagster_home
 
     home = prepare_dagster_home()
     port = os.environ.get("PORT", "3000")
-    with warm_spark(home / "spark-connect") as warm:
+    with run_worker(home) as worker, \
+            (warm_spark(home / "spark-connect") if worker is None
+             else contextlib.nullcontext(WarmSpark({}))) as warm:
         cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"),
                "-h", "127.0.0.1", "-p", port, *args]
         proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **warm.env})
         # Ctrl-C reaches dagster through the terminal's process group; a SIGTERM sent to this
-        # process is passed on, so that the server below stops after the UI.
+        # process is passed on, so that the servers above stop after the UI.
         signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
         try:
             return proc.wait()

@@ -10,6 +10,9 @@
   waits for. (The shorter `run_queue` key cannot set the interval, and Dagster refuses it beside
   `run_coordinator`: a home this project wrote with `run_queue: {max_concurrent_runs: 2}` is
   migrated; a `run_queue` a user wrote otherwise is kept, and then no run_coordinator is added.)
+- the run launcher `pipelines.launcher.WarmWorkerRunLauncher`: a run executes in the warm run
+  worker `./tj dev` starts (`pipelines.run_worker`), or in a process of its own (Dagster's
+  default) when no worker is up or it is busy.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ DEFAULTS: dict[str, Any] = {
     "run_coordinator": {"module": "dagster.core.run_coordinator",
                         "class": "QueuedRunCoordinator",
                         "config": {"max_concurrent_runs": 2, "dequeue_interval_seconds": 1}},
+    "run_launcher": {"module": "pipelines.launcher", "class": "WarmWorkerRunLauncher"},
 }
 # What earlier versions wrote; replaced by the run_coordinator block above.
 OLD_RUN_QUEUE = {"max_concurrent_runs": 2}

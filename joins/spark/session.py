@@ -56,11 +56,6 @@ class SparkSettings:
             "spark.sql.execution.arrow.pyspark.enabled": "true",
             # Delta readers expect microsecond timestamps; Spark's default INT96 is deprecated.
             "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-            # PySpark 4 records the Python call site of every DataFrame call for its error
-            # messages: several JVM round trips per call, about a third of a small
-            # micro-batch's plan-building time (measured: 2.45 s -> 2.1 s for 100 events).
-            # The engine names the record and field in its own errors instead.
-            "spark.python.sql.dataFrameDebugging.enabled": "false",
             # The engine reads Delta tables by their files' paths (from the log): above 32
             # paths Spark would list them in a Spark job of its own (0.2 s of a micro-batch's
             # table lookup); the driver stats them in milliseconds.
@@ -70,6 +65,12 @@ class SparkSettings:
             # The demo's and the replay command's reports are their output: Spark's progress
             # bars would interleave with them (a cluster's UI shows progress anyway).
             conf["spark.ui.showConsoleProgress"] = "false"
+            # PySpark 4 records the Python call site of every DataFrame call for its error
+            # messages: several JVM round trips per call, about a third of a small
+            # micro-batch's plan-building time (measured: 2.45 s -> 2.1 s for 100 events).
+            # The engine names the record and field in its own errors instead. (A static
+            # setting: a Connect client cannot set it, and its calls make no round trip.)
+            conf["spark.python.sql.dataFrameDebugging.enabled"] = "false"
         if self.remote is None and self.master.startswith("local"):
             conf.update({
                 "spark.ui.enabled": "false",

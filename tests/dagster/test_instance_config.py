@@ -28,6 +28,7 @@ def test_a_new_home_queues_runs_and_dequeues_every_second(tmp_path: Path,
         assert type(coordinator).__name__ == "QueuedRunCoordinator"
         assert coordinator.dequeue_interval_seconds == 1
         assert coordinator.get_run_queue_config().max_concurrent_runs == 2
+        assert type(instance.run_launcher).__name__ == "WarmWorkerRunLauncher"
     finally:
         instance.dispose()
 

@@ -164,6 +164,10 @@ class StreamTableJoinStep:
             decided = decision.decided.observe(
                 observation, *(e.alias(n) for n, e in metrics.items())).localCheckpoint()
             row = observation.get
+            if not row:  # Spark Connect reports no metrics for a checkpoint: count it again
+                counted = decided.agg(*(e.alias(n) for n, e in metrics.items())).first()
+                assert counted is not None
+                row = counted.asDict()
         decision = decision.with_decided(decided)
         with ctx.phase("table side"):
             side = lookup_table(ctx, spec, cols, decision.to_join, self.lookup_strategy)

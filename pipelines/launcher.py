@@ -1,0 +1,69 @@
+"""The run launcher `./tj dev` configures: each run goes to the warm run worker
+(`pipelines.run_worker`) when one is up and idle, else to a process of its own (Dagster's
+default launcher, which this extends). See `pipelines/instance.py` for where it is set."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from dagster._core.launcher import LaunchRunContext
+from dagster._core.launcher.default_run_launcher import DefaultRunLauncher
+
+from pipelines.run_worker import WORKER_FILE
+
+WORKER_TAG = "temporal_joins/run_worker"
+_TIMEOUT_S = 2.0
+
+
+def worker_url(home: str | Path) -> str | None:
+    """The run worker's address, if one said it is serving this Dagster home."""
+    try:
+        return str(json.loads((Path(home) / WORKER_FILE).read_text())["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def send_to_worker(home: str | Path, run_id: str) -> tuple[dict[str, Any] | None, str]:
+    """(the worker's answer, "") when it took the run; (None, why not) otherwise."""
+    url = worker_url(home)
+    if url is None:
+        return None, "no run worker is serving this Dagster home"
+    request = urllib.request.Request(f"{url}/runs", data=json.dumps({"run_id": run_id}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
+            return json.loads(response.read()), ""
+    except urllib.error.HTTPError as exc:
+        return None, "the run worker is busy with another run" if exc.code == 409 else \
+            f"the run worker refused the run (HTTP {exc.code})"
+    except (OSError, ValueError) as exc:
+        return None, f"the run worker at {url} does not answer ({exc})"
+
+
+class WarmWorkerRunLauncher(DefaultRunLauncher):
+    """Runs go to the warm run worker; a process per run when it is down or busy."""
+
+    def launch_run(self, context: LaunchRunContext) -> None:
+        run = context.dagster_run
+        taken, why_not = send_to_worker(self._instance.root_directory, run.run_id)
+        if taken is None:
+            self._instance.report_engine_event(
+                f"A process of its own for this run: {why_not}", run, cls=self.__class__)
+            super().launch_run(context)
+            return
+        self._instance.add_run_tags(run.run_id, {WORKER_TAG: str(taken.get("pid"))})
+
+    def terminate(self, run_id: str) -> bool:
+        run = self._instance.get_run_by_id(run_id)
+        if run is None or WORKER_TAG not in run.tags:
+            return super().terminate(run_id)
+        if run.is_finished:
+            return False
+        # The worker polls the run's status between events and stops it at the next one.
+        self._instance.report_run_canceling(run, message="Terminating: the warm run worker "
+                                            "stops the run at its next event (a step boundary)")
+        return True

@@ -1,0 +1,207 @@
+"""The warm run worker (`python -m pipelines.run_worker`): runs launched from the UI execute in
+one long-lived process that holds a warm SparkSession and has Dagster and the code loaded.
+
+Dagster's default run launcher starts a process per run: an interpreter, Dagster's import, the
+code location's load and a Spark connection, about 3 s before the first step, and then every
+Spark call of the run crosses Spark Connect. `./tj dev` starts this worker instead; the
+instance's run launcher (`pipelines.launcher.WarmWorkerRunLauncher`) hands it each run by id
+over 127.0.0.1, and falls back to a process per run when the worker is down or busy.
+
+- One run at a time, in one thread: Dagster captures a step's output by redirecting the
+  process's file descriptors, so two runs in one process would mix their compute logs. A run
+  launched while the worker is busy gets its own process (the launcher's fallback).
+- Each run reloads the code location's module first: its event-day partitions fit the data
+  when it loads (`pipelines.partitions`), and the data moves on.
+- Terminating a run from the UI stops it at its next event (a step boundary), not inside a
+  Spark job.
+- The worker writes `DAGSTER_HOME/run-worker.json` (its address and pid) once it listens and
+  removes it when it stops; the launcher reads it at every launch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+WORKER_FILE = "run-worker.json"
+
+
+class RunWorker:
+    """The worker's state: the run it executes (at most one) and whether it is warm."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.lock = threading.Lock()
+        self.running: str | None = None
+        self.warm = False
+        self.warm_error: str | None = None
+        self.done: list[str] = []
+
+    def try_start(self, run_id: str) -> bool:
+        with self.lock:
+            if self.running is not None:
+                return False
+            self.running = run_id
+        threading.Thread(target=self._execute, args=(run_id,), name=f"run-{run_id[:8]}",
+                         daemon=True).start()
+        return True
+
+    def _execute(self, run_id: str) -> None:
+        try:
+            execute_run(run_id)
+        except Exception:  # reported to the run's event log by Dagster; the worker goes on
+            traceback.print_exc()
+        finally:
+            with self.lock:
+                self.running = None
+                self.done.append(run_id)
+
+    def health(self) -> dict[str, Any]:
+        with self.lock:
+            return {"pid": os.getpid(), "warm": self.warm, "warm_error": self.warm_error,
+                    "running": self.running, "done": list(self.done[-20:])}
+
+
+def execute_run(run_id: str) -> None:
+    """Execute a launched run in this process, as `dagster api execute_run` would in its own."""
+    import dagster as dg
+    from dagster._core.events import EngineEventData
+    from dagster._core.storage.dagster_run import DagsterRunStatus
+    from dagster._grpc.impl import core_execute_run
+    from dagster._utils.hosted_user_process import recon_job_from_origin
+
+    with dg.DagsterInstance.get() as instance:
+        run = instance.get_run_by_id(run_id)
+        if run is None or run.job_code_origin is None:
+            raise RuntimeError(f"run {run_id} is unknown to the instance at {instance.root_directory}")
+        _reload_code(run.job_code_origin)
+        recon_job = recon_job_from_origin(run.job_code_origin)  # type: ignore[arg-type]
+        instance.report_engine_event(
+            f"Started in the warm run worker (pid {os.getpid()}): no new process, the worker's "
+            "SparkSession", run, EngineEventData.in_process(os.getpid()))
+        events = core_execute_run(recon_job, run, instance, inject_env_vars=True)
+        try:
+            for _ in events:
+                current = instance.get_run_by_id(run_id)
+                if current is not None and current.status == DagsterRunStatus.CANCELING:
+                    events.close()
+                    instance.report_run_canceled(current, message="Terminated from the UI: the "
+                                                 "warm run worker stopped the run after its last event")
+                    return
+        finally:
+            events.close()
+
+
+def _reload_code(origin: Any) -> None:
+    """Import the run's code location module afresh (its partitions fit the data as of now)."""
+    pointer = origin.repository_origin.code_pointer
+    name = getattr(pointer, "module", None)
+    if name and name in sys.modules:
+        importlib.reload(sys.modules[name])
+
+
+class _Handler(BaseHTTPRequestHandler):
+    worker: RunWorker
+
+    def _reply(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self._reply(200, self.worker.health())
+        else:
+            self._reply(404, {"error": f"no such path {self.path}"})
+
+    def do_POST(self) -> None:
+        if self.path != "/runs":
+            self._reply(404, {"error": f"no such path {self.path}"})
+            return
+        try:
+            run_id = str(json.loads(self.rfile.read(int(self.headers["Content-Length"])))["run_id"])
+        except (ValueError, KeyError, TypeError) as exc:
+            self._reply(400, {"error": f"expected a JSON body with run_id: {exc}"})
+            return
+        if self.worker.try_start(run_id):
+            self._reply(202, {"pid": os.getpid(), "run_id": run_id})
+        else:
+            self._reply(409, {"error": "busy", "running": self.worker.running})
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # one line per launch would drown the UI's own log
+
+
+def _warm_up(worker: RunWorker) -> None:
+    from pipelines.warm_up import warm_up
+
+    started = time.monotonic()
+    try:
+        times = warm_up()
+    except Exception as exc:  # the worker serves cold rather than not at all
+        worker.warm_error = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc()
+        return
+    worker.warm = True
+    print(f"run worker warm in {time.monotonic() - started:.0f} s (sample backfills: "
+          f"{', '.join(f'{t:.1f} s' for t in times)})", file=sys.stderr, flush=True)
+
+
+def serve(home: Path, *, port: int = 0, warm_up: bool = True) -> None:
+    """Serve until SIGTERM/SIGINT; `DAGSTER_HOME/run-worker.json` says where, while serving."""
+    import warnings
+
+    from joins.spark import get_spark
+    from joins.spark.session import SparkSettings
+
+    warnings.filterwarnings("ignore")  # Dagster's beta/preview notes, once per run
+    get_spark(SparkSettings.from_env())  # the JVM starts before the first run needs it
+    worker = RunWorker(home)
+    handler = type("Handler", (_Handler,), {"worker": worker})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    address = home / WORKER_FILE
+    staged = address.with_suffix(".tmp")
+    staged.write_text(json.dumps({"url": f"http://127.0.0.1:{server.server_port}",
+                                  "pid": os.getpid()}))
+    staged.replace(address)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    if warm_up and os.environ.get("TJ_WARM_UP", "1") != "0":
+        threading.Thread(target=_warm_up, args=(worker,), name="warm-up", daemon=True).start()
+    else:
+        worker.warm = True
+    print(f"run worker (pid {os.getpid()}) listening on 127.0.0.1:{server.server_port}",
+          file=sys.stderr, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            if json.loads(address.read_text()).get("pid") == os.getpid():
+                address.unlink()
+        server.server_close()
+
+
+def main() -> int:
+    from pipelines.instance import dagster_home
+
+    serve(dagster_home(), port=int(os.environ.get("TJ_RUN_WORKER_PORT", "0")),
+          warm_up=os.environ.get("TJ_WARM_UP", "1") != "0")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
