@@ -75,21 +75,29 @@ def _launch_and_wait(instance: dg.DagsterInstance, job: str,
     return run_id, clicked
 
 
-def test_two_day_backfill_launched_like_the_ui_uses_one_spark_session(
-        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def demo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
+              launcher: str = "") -> tuple[Path, Path, dict[str, str]]:
+    """(lake root, Dagster home, the environment the code location and run workers read: both
+    are other processes) for the demo spec; runs are launched at once (the queue, Dagster's
+    default, needs the daemon to dequeue them), through `launcher` (YAML) or the default one."""
     root, home, specs = tmp_path / "lake", tmp_path / "dagster_home", tmp_path / "specs"
     home.mkdir()
     specs.mkdir()
     (specs / "orders_with_rates.yaml").write_text((SPECS_DIR / "orders_with_rates.yaml").read_text())
-    # What the code location and the run worker read (both are other processes).
-    for key, value in {"TJ_LAKE_ROOT": str(root), "TJ_SPECS_DIR": str(specs),
-                       "TJ_SHUFFLE_PARTITIONS": "2", "DAGSTER_HOME": str(home)}.items():
+    env = {"TJ_LAKE_ROOT": str(root), "TJ_SPECS_DIR": str(specs), "TJ_SHUFFLE_PARTITIONS": "2",
+           "DAGSTER_HOME": str(home)}
+    for key, value in env.items():
         monkeypatch.setenv(key, value)
-    # Runs launched at once (the queue, Dagster's default, needs the daemon to dequeue them);
-    # the run launcher is the default one, as under `dagster dev`: a run worker process.
     (home / "dagster.yaml").write_text(
         "telemetry:\n  enabled: false\nrun_coordinator:\n  module: dagster.core.run_coordinator\n"
-        "  class: DefaultRunCoordinator\n")
+        "  class: DefaultRunCoordinator\n" + launcher)
+    return root, home, env
+
+
+def test_two_day_backfill_launched_like_the_ui_uses_one_spark_session(
+        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default run launcher, as under `dagster dev`: a run worker process per run.
+    root, _home, _env = demo_home(tmp_path, monkeypatch)
     instance = dg.DagsterInstance.get()
     try:
         lake_with_two_days(root, instance, SparkResource(shuffle_partitions=2))

@@ -20,12 +20,12 @@ import dagster as dg
 import pytest
 
 from assets.factory import build_pipeline_assets
-from pipelines.definitions import DEMO_SPEC, SPECS_DIR, backfill_job_name, build_definitions
+from pipelines.definitions import DEMO_SPEC, backfill_job_name, build_definitions
 from pipelines.launcher import WORKER_TAG, worker_url
 from pipelines.warm_up import DAYS, QUIET, lake_with_two_days
 from resources import SparkResource
 from resources.spark import SESSION_LOG_PREFIX
-from tests.dagster.test_ui_launched_backfill import REPO, _launch_and_wait
+from tests.dagster.test_ui_launched_backfill import REPO, _launch_and_wait, demo_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -47,19 +47,9 @@ def _wait_warm(home: Path, proc: subprocess.Popen[bytes], log: Path, timeout_s: 
 
 def test_a_ui_launched_backfill_runs_in_the_warm_worker(
         spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    root, home, specs = tmp_path / "lake", tmp_path / "dagster_home", tmp_path / "specs"
-    home.mkdir()
-    specs.mkdir()
-    (specs / "orders_with_rates.yaml").write_text((SPECS_DIR / "orders_with_rates.yaml").read_text())
-    env = {"TJ_LAKE_ROOT": str(root), "TJ_SPECS_DIR": str(specs), "TJ_SHUFFLE_PARTITIONS": "2",
-           "DAGSTER_HOME": str(home)}
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    # Runs launched at once (no queue daemon here), through the launcher ./tj dev configures.
-    (home / "dagster.yaml").write_text(
-        "telemetry:\n  enabled: false\nrun_coordinator:\n  module: dagster.core.run_coordinator\n"
-        "  class: DefaultRunCoordinator\nrun_launcher:\n  module: pipelines.launcher\n"
-        "  class: WarmWorkerRunLauncher\n")
+    # Runs go through the launcher ./tj dev configures.
+    root, home, env = demo_home(tmp_path, monkeypatch, launcher=(
+        "run_launcher:\n  module: pipelines.launcher\n  class: WarmWorkerRunLauncher\n"))
     instance = dg.DagsterInstance.get()
     log = tmp_path / "run-worker.log"
     proc = None
