@@ -82,9 +82,10 @@ def warm_spark(log_dir: Path, *, warm_up: bool = True) -> Iterator[WarmSpark]:
 
 
 @contextlib.contextmanager
-def run_worker(home: Path) -> Iterator[subprocess.Popen[bytes] | None]:
+def run_worker(home: Path, *, warm_up: bool = True) -> Iterator[subprocess.Popen[bytes] | None]:
     """The warm run worker (`pipelines.run_worker`) for the block, in its own process group,
-    unless TJ_RUN_WORKER=0; its log is `home/run-worker.log`."""
+    unless TJ_RUN_WORKER=0; its log is `home/run-worker.log`. `warm_up`: it runs the demo's
+    jobs on a sample first (unless TJ_WARM_UP=0)."""
     if os.environ.get("TJ_RUN_WORKER", "1") == "0":
         yield None
         return
@@ -93,7 +94,8 @@ def run_worker(home: Path) -> Iterator[subprocess.Popen[bytes] | None]:
           f"(log {log}; TJ_RUN_WORKER=0 starts a process per run)", file=sys.stderr, flush=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "pipelines.run_worker"], cwd=REPO,
-                                env={**os.environ, "DAGSTER_HOME": str(home)}, stdout=out,
+                                env={**os.environ, "DAGSTER_HOME": str(home),
+                                     **({} if warm_up else {"TJ_WARM_UP": "0"})}, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
     try:

@@ -1,6 +1,6 @@
 """The run launcher `./tj dev` configures: each run goes to the warm run worker
-(`pipelines.run_worker`) when one is up and idle, else to a process of its own (Dagster's
-default launcher, which this extends). See `pipelines/instance.py` for where it is set."""
+(`pipelines.run_worker`) when one is up, else to a process of its own (Dagster's default
+launcher, which this extends). See `pipelines/instance.py` for where it is set."""
 
 from __future__ import annotations
 
@@ -38,14 +38,13 @@ def send_to_worker(home: str | Path, run_id: str) -> tuple[dict[str, Any] | None
         with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
             return json.loads(response.read()), ""
     except urllib.error.HTTPError as exc:
-        return None, "the run worker is busy with another run" if exc.code == 409 else \
-            f"the run worker refused the run (HTTP {exc.code})"
+        return None, f"the run worker refused the run (HTTP {exc.code})"
     except (OSError, ValueError) as exc:
         return None, f"the run worker at {url} does not answer ({exc})"
 
 
 class WarmWorkerRunLauncher(DefaultRunLauncher):
-    """Runs go to the warm run worker; a process per run when it is down or busy."""
+    """Runs go to the warm run worker; a process per run when none is up."""
 
     def launch_run(self, context: LaunchRunContext) -> None:
         run = context.dagster_run
@@ -56,6 +55,10 @@ class WarmWorkerRunLauncher(DefaultRunLauncher):
             super().launch_run(context)
             return
         self._instance.add_run_tags(run.run_id, {WORKER_TAG: str(taken.get("pid"))})
+        if taken.get("ahead"):
+            self._instance.report_engine_event(
+                f"Waiting in the warm run worker behind {taken['ahead']} run(s): it runs one at "
+                "a time", run, cls=self.__class__)
 
     def terminate(self, run_id: str) -> bool:
         run = self._instance.get_run_by_id(run_id)

@@ -23,6 +23,7 @@ the generator and the UI.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -34,7 +35,7 @@ from typing import Any
 import yaml
 
 from pipelines.dagster_server import DagsterServer
-from pipelines.dev import warm_spark
+from pipelines.dev import WarmSpark, run_worker, warm_spark
 from pipelines.live_data import LiveConfig, LiveGenerator
 
 LOCATION = "pipelines.definitions"
@@ -93,8 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"temporal-joins live demo: lake {root}, Dagster home {home}", flush=True)
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-    # No warm-up run: the sensors' runs start at once and warm the server themselves.
-    with warm_spark(home / "spark-connect", warm_up=False) as warm, \
+    # The sensors' runs execute in the warm run worker (a Connect server for per-run processes
+    # with TJ_RUN_WORKER=0). No warm-up run: the sensors' runs start at once and warm it.
+    with run_worker(home, warm_up=False) as worker, \
+            (warm_spark(home / "spark-connect", warm_up=False) if worker is None
+             else contextlib.nullcontext(WarmSpark({}))) as warm, \
             DagsterServer(home=home, port=args.port, env={**env, **warm.env}) as server:
         print(f"Dagster UI: {server.url}  (sensors and schedule on; Ctrl-C stops)", flush=True)
         loaded_last = None

@@ -1,14 +1,17 @@
 """The warm run worker's launch protocol, without Spark or a run: the launcher reaches the
 worker through DAGSTER_HOME/run-worker.json; a missing file, a dead address or a busy worker
-each give the reason the run falls back to a process of its own."""
+each give the reason the run falls back to a process of its own; runs launched while one
+executes wait in the worker, first come first run."""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,8 +21,15 @@ from pipelines.run_worker import WORKER_FILE, RunWorker, _Handler
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Path, RunWorker]]:
-    worker = RunWorker(tmp_path)
+def served(tmp_path: Path) -> Iterator[tuple[Path, RunWorker, list[str], threading.Event]]:
+    executed: list[str] = []
+    release = threading.Event()
+
+    def execute(run_id: str) -> None:  # no Dagster run here: record it, hold until released
+        executed.append(run_id)
+        release.wait(10)
+
+    worker = RunWorker(tmp_path, execute=execute)
     handler = type("Handler", (_Handler,), {"worker": worker})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     (tmp_path / WORKER_FILE).write_text(json.dumps(
@@ -27,8 +37,9 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, RunWorker]]:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
-        yield tmp_path, worker
+        yield tmp_path, worker, executed, release
     finally:
+        release.set()
         server.shutdown()
         server.server_close()
         thread.join()
@@ -46,14 +57,21 @@ def test_a_dead_address_is_reported_not_raised(tmp_path: Path) -> None:
     assert taken is None and "does not answer" in why
 
 
-def test_a_busy_worker_refuses_and_an_idle_one_takes_the_run(served: tuple[Path, RunWorker]) -> None:
-    home, worker = served
-    worker.running = "someone-else"
-    taken, why = send_to_worker(home, "run-1")
-    assert taken is None and "busy" in why
-    worker.running = None
-    started: list[str] = []
-    worker._execute = started.append  # type: ignore[method-assign]  # no Dagster run here
-    taken, why = send_to_worker(home, "run-2")
-    assert taken is not None and taken["run_id"] == "run-2" and why == ""
-    assert worker.running == "run-2"
+def test_runs_wait_in_the_worker_first_come_first_run(served: Any) -> None:
+    home, worker, executed, release = served
+    first, why = send_to_worker(home, "run-1")
+    assert first is not None and first["ahead"] == 0 and why == ""
+    second, _ = send_to_worker(home, "run-2")
+    assert second is not None and second["ahead"] == 1
+    _until(lambda: executed == ["run-1"])
+    assert worker.health()["running"] == "run-1" and worker.health()["queued"] == ["run-2"]
+    release.set()
+    _until(lambda: executed == ["run-1", "run-2"] and worker.health()["running"] is None)
+    assert worker.health()["done"] == ["run-1", "run-2"]
+
+
+def _until(condition: Any, timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
