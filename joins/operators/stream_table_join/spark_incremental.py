@@ -126,22 +126,21 @@ class StreamTableJoinStep:
             state = ctx.state(BUFFER, columns=stream_cols)
             buffer = None if state is None else state.withColumn(TABLE_KEY, F.col(key_col))
         stats = ctx.change_stats("stream")
-        span, cache = None, False
+        span = None
         if stats is not None and cols.seq in stats.min and stats.min[cols.seq] is not None:
             span = (int(stats.min[cols.seq]), int(stats.max[cols.seq]))
         if span is None or span[1] - span[0] >= self.block_rows:
-            # Read twice (block maxima, then the blocks' windows), and its windows read by
-            # three branches of the decision. A one-block batch is neither: its one exchange is
-            # shared by the branches (Spark reuses it) and re-running its small window is
-            # cheaper than building a cache in extra Spark jobs.
+            # Read twice (block maxima, then the blocks' windows); a one-block batch is read
+            # once, into `classified`'s cache.
             new = new.persist()
-            cache = True
         stream_time_before = carry.get(STREAM_TIME)
         with ctx.phase("stream time"):
             scanned = scan_batch(new, spec, value_cols=value_cols, ts=cols.ts, seq=cols.seq,
                                  stream_time_before=stream_time_before,
                                  block_rows=self.block_rows, seq_span=span)
-        classified = scanned.classified.persist() if cache else scanned.classified
+        # Three branches of the decision read it (measured: cheaper than recomputing its
+        # window per branch, even for 100 records).
+        classified = scanned.classified.persist()
         blocks, st_after = scanned.blocks, scanned.stream_time_after
         if scanned.single_block:
             # Every record is eligible when some value column and (inner join) the table key
