@@ -97,8 +97,14 @@ def execute_run(run_id: str) -> None:
         run = instance.get_run_by_id(run_id)
         if run is None or run.job_code_origin is None:
             raise RuntimeError(f"run {run_id} is unknown to the instance at {instance.root_directory}")
-        _reload_code(run.job_code_origin)
-        recon_job = recon_job_from_origin(run.job_code_origin)  # type: ignore[arg-type]
+        try:
+            _reload_code(run.job_code_origin)
+            recon_job = recon_job_from_origin(run.job_code_origin)  # type: ignore[arg-type]
+        except Exception as exc:  # the run would stay "starting" forever: fail it, saying why
+            instance.report_run_failed(run, message=(
+                f"The warm run worker (pid {os.getpid()}) could not load the code location: "
+                f"{type(exc).__name__}: {exc}"))
+            raise
         instance.report_engine_event(
             f"Started in the warm run worker (pid {os.getpid()}): no new process, the worker's "
             "SparkSession", run, EngineEventData.in_process(os.getpid()))
