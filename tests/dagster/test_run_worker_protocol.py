@@ -75,3 +75,36 @@ def _until(condition: Any, timeout_s: float = 10) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
+
+
+def test_a_run_whose_code_cannot_load_is_failed_with_the_reason(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Otherwise it would stay "starting" in the UI forever."""
+    import sys
+
+    import dagster as dg
+    from dagster._core.code_pointer import ModuleCodePointer
+    from dagster._core.origin import JobPythonOrigin, RepositoryPythonOrigin
+    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
+
+    import pipelines.run_worker as run_worker
+
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+
+    def broken(origin: Any) -> None:
+        raise SyntaxError("a broken spec module")
+
+    monkeypatch.setattr(run_worker, "_reload_code", broken)
+    origin = JobPythonOrigin("some_job", RepositoryPythonOrigin(
+        sys.executable, ModuleCodePointer("pipelines.definitions", "defs", working_directory=None)))
+    with dg.DagsterInstance.get() as instance:
+        run = instance.add_run(DagsterRun(job_name="some_job", job_code_origin=origin,
+                                          status=DagsterRunStatus.STARTING))
+        with pytest.raises(SyntaxError):
+            run_worker.execute_run(run.run_id)
+        failed = instance.get_run_by_id(run.run_id)
+        assert failed is not None and failed.status == DagsterRunStatus.FAILURE
+        said = [e.message for e in instance.all_logs(run.run_id)]
+        assert any("could not load the code location: SyntaxError: a broken spec module" in m
+                   for m in said), said
