@@ -43,8 +43,7 @@ class RunWorker:
     """The worker's state: the run it executes, the runs waiting (first come, first run), and
     whether it is warm. `execute` runs one run by id (`execute_run`; tests pass their own)."""
 
-    def __init__(self, home: Path, execute: Callable[[str], None] | None = None) -> None:
-        self.home = home
+    def __init__(self, execute: Callable[[str], None] | None = None) -> None:
         self.execute = execute or execute_run
         self.lock = threading.Lock()
         self.waiting: queue.Queue[str] = queue.Queue()
@@ -109,16 +108,18 @@ def execute_run(run_id: str) -> None:
             f"Started in the warm run worker (pid {os.getpid()}): no new process, the worker's "
             "SparkSession", run, EngineEventData.in_process(os.getpid()))
         events = core_execute_run(recon_job, run, instance, inject_env_vars=True)
+        canceling = None
         try:
             for _ in events:
                 current = instance.get_run_by_id(run_id)
                 if current is not None and current.status == DagsterRunStatus.CANCELING:
-                    events.close()
-                    instance.report_run_canceled(current, message="Terminated from the UI: the "
-                                                 "warm run worker stopped the run after its last event")
-                    return
+                    canceling = current
+                    break
         finally:
             events.close()
+        if canceling is not None:
+            instance.report_run_canceled(canceling, message="Terminated from the UI: the warm "
+                                         "run worker stopped the run after its last event")
 
 
 def _reload_code(origin: Any) -> None:
@@ -186,7 +187,7 @@ def serve(home: Path, *, port: int = 0, warm_up: bool = True) -> None:
 
     warnings.filterwarnings("ignore")  # Dagster's beta/preview notes, once per run
     get_spark(SparkSettings.from_env())  # the JVM starts before the first run needs it
-    worker = RunWorker(home)
+    worker = RunWorker()
     handler = type("Handler", (_Handler,), {"worker": worker})
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     address = home / WORKER_FILE

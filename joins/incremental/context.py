@@ -17,7 +17,7 @@ from joins.incremental.log import BatchPlan, VersionRange
 from joins.incremental.phases import PhaseClock
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
     from joins.incremental.sources import Source
@@ -88,3 +88,22 @@ class StepContext:
         if version is None:
             return None
         return lake.read_delta(self.spark, self.root.state(name), version=version, columns=columns)
+
+    # -- materializing -----------------------------------------------------------------------
+
+    def checkpoint_counted(self, frame: DataFrame, metrics: Mapping[str, Column],
+                           name: str) -> tuple[DataFrame, dict[str, Any]]:
+        """`frame` materialized once (a local checkpoint) and `metrics` (aggregates by name)
+        over its rows, counted by the same Spark action (an observation). Spark Connect
+        reports no metrics for a checkpoint: there one aggregate over the checkpoint counts."""
+        from pyspark.sql import Observation
+
+        observation = Observation(f"{name}_{self.batch_id}")
+        aliased = [e.alias(n) for n, e in metrics.items()]
+        checkpoint = frame.observe(observation, *aliased).localCheckpoint()
+        counted = observation.get
+        if not counted:
+            row = checkpoint.agg(*aliased).first()
+            assert row is not None
+            counted = row.asDict()
+        return checkpoint, dict(counted)

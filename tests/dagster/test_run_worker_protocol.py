@@ -29,7 +29,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, RunWorker, list[str], threadi
         executed.append(run_id)
         release.wait(10)
 
-    worker = RunWorker(tmp_path, execute=execute)
+    worker = RunWorker(execute=execute)
     handler = type("Handler", (_Handler,), {"worker": worker})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     (tmp_path / WORKER_FILE).write_text(json.dumps(

@@ -51,8 +51,6 @@ if TYPE_CHECKING:
 
 CLASS = "_class"
 _SCAN_TS = "_scan_ts"
-_NEW = "_new"
-_P_AFTER = "_p_after"
 _QBLOCK = "_qblock"
 _LO, _HI = "_lo", "_hi"
 _V, _KIND, _RS_SEQ = "_v", "_kind", "_rs_seq"
@@ -64,6 +62,7 @@ LATE_CLASS = "late"
 PUT = "put"          # put into the grace buffer
 JOINED = "joined"    # no grace: joined on arrival
 _CLASSES = (SKIPPED_NULL_VALUE, SKIPPED_NULL_KEY, LATE_CLASS, PUT, JOINED)
+ELIGIBLE = (PUT, JOINED, LATE_CLASS)  # not skipped: these see (and may move) stream time
 
 _MIN_LONG = -(1 << 63)
 
@@ -137,7 +136,7 @@ def decision_metrics(ts: str) -> dict[str, Column]:
     from joins.operators.stream_table_join.report import count_if, lateness_columns
 
     cls = F.col(CLASS)
-    eligible = cls.isin(PUT, JOINED, LATE_CLASS)
+    eligible = cls.isin(*ELIGIBLE)
     metrics = {"n": F.count(cls)}  # buffered records have no class
     metrics.update({c: count_if(cls == c) for c in _CLASSES})
     metrics.update(lateness_columns(F.greatest(F.col(P_BEFORE) - F.col(ts), F.lit(0)), eligible))

@@ -33,7 +33,7 @@ from joins.operators.stream_table_join.columns import (
 from joins.operators.stream_table_join.grace import (
     CLASS,
     DEFAULT_BLOCK_ROWS,
-    JOINED,
+    ELIGIBLE,
     LATE_CLASS,
     PUT,
     SKIPPED_NULL_KEY,
@@ -110,7 +110,6 @@ class StreamTableJoinStep:
         return stream_cols
 
     def step(self, ctx: StepContext) -> StepResult:
-        from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         spec, cols = self.spec, self.cols
@@ -158,15 +157,8 @@ class StreamTableJoinStep:
             # One action decides the batch and counts it: the lookups read what is joined twice
             # (the keys that narrow the table's history, and the probe), the writes read the
             # quarantined and newly buffered records, and deciding evictions costs a shuffle.
-            observation = Observation(f"{self.name}_decide_{ctx.batch_id}")
-            metrics = decision_metrics(cols.ts)
-            decided = decision.decided.observe(
-                observation, *(e.alias(n) for n, e in metrics.items())).localCheckpoint()
-            row = observation.get
-            if not row:  # Spark Connect reports no metrics for a checkpoint: count it again
-                counted = decided.agg(*(e.alias(n) for n, e in metrics.items())).first()
-                assert counted is not None
-                row = counted.asDict()
+            decided, row = ctx.checkpoint_counted(decision.decided, decision_metrics(cols.ts),
+                                                  f"{self.name}_decide")
         decision = decision.with_decided(decided)
         with ctx.phase("table side"):
             side = lookup_table(ctx, spec, cols, decision.to_join, self.lookup_strategy)
@@ -185,7 +177,7 @@ class StreamTableJoinStep:
         below stream time, so they never raise it)."""
         from pyspark.sql import functions as F
 
-        eligible = F.col(CLASS).isin(PUT, JOINED, LATE_CLASS)
+        eligible = F.col(CLASS).isin(*ELIGIBLE)
         row = classified.agg(F.max(F.when(eligible, F.col(self.cols.ts))).alias("m")).first()
         assert row is not None
         return None if row["m"] is None else int(row["m"])
