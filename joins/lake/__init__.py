@@ -4,6 +4,7 @@ in the project that imports `deltalake`.
 
     read_delta / read_changes      Delta table (version, timestamp, increment) -> DataFrame
     write_delta                    DataFrame -> one Delta commit, idempotent with an AppTxn
+    stage_delta                    write_delta up to its commit (files written, not committed)
     vacuum_orphans                 remove files of writes that never committed
     remove_leftovers               the same under a writer's lease, fencing a paused writer first
     table_properties               Delta table properties (set_table_properties records new ones)
@@ -28,7 +29,7 @@ from joins.lake.small import read_arrow, write_arrow
 from joins.lake.summary import TableSummary, commit_rows_by_partition, table_summary
 from joins.lake.table import delta_version, table_exists, table_schema, txn_version
 from joins.lake.vacuum import vacuum_orphans
-from joins.lake.write import write_delta
+from joins.lake.write import StagedWrite, stage_delta, write_delta
 
 __all__ = [
     "AppTxn",
@@ -40,6 +41,7 @@ __all__ = [
     "LeaseLostError",
     "LeaseRecord",
     "SchemaMismatchError",
+    "StagedWrite",
     "TableSummary",
     "UnsupportedTableError",
     "WriterBusyError",
@@ -52,6 +54,7 @@ __all__ = [
     "read_delta",
     "remove_leftovers",
     "set_table_properties",
+    "stage_delta",
     "table_exists",
     "table_properties",
     "table_schema",

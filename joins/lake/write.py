@@ -20,15 +20,12 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import posixpath
 import uuid
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -37,16 +34,15 @@ from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.finish import already_committed, commit_or_clean, remove_quietly
 from joins.lake.location import TableLocation
 from joins.lake.model import AppTxn, CommitInfo
+from joins.lake.place import check_replaced, place_files
 from joins.lake.read import partition_filter_strings
 from joins.lake.schema import (
     SchemaMode,
     WriteMode,
     WritePlan,
-    parse_partition_dirs,
     plan_write,
 )
 from joins.lake.small import write_arrow
-from joins.lake.stats import footer_stats
 from joins.lake.table import Snapshot, open_snapshot
 
 if TYPE_CHECKING:
@@ -55,12 +51,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
-# Footer reads are small ranged reads, latency-bound on object stores.
-_FOOTER_THREADS = 16
 
 
-def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode = "append",
-                partition_by: list[str] | None = None,
+def write_delta(df: DataFrame | pa.Table | StagedWrite, path: str | os.PathLike[str], *,
+                mode: WriteMode = "append", partition_by: list[str] | None = None,
                 replace_partitions: Mapping[str, Sequence[Any]] | None = None,
                 app_txn: AppTxn | None = None, schema_mode: SchemaMode = "enforce",
                 commit_message: str | None = None, expected_version: int | None = None,
@@ -86,12 +80,63 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
 
     A small pyarrow Table (metadata, e.g. a batch log's rows) is written by delta-rs directly,
     without a Spark job; only append/overwrite, app_txn and commit_message apply to it.
+
+    A `StagedWrite` (from `stage_delta`, whose arguments it carries: pass no others) is
+    committed as staged: the files were written already, only the commit is left.
     """
+    if isinstance(df, StagedWrite):
+        if df.loc != TableLocation.of(path):
+            raise LakeError(f"{path}: this write was staged for {df.loc}")
+        return df.commit()
     if isinstance(df, pa.Table):
         if partition_by or replace_partitions or expected_version is not None or configuration:
             raise LakeError(f"{path}: an Arrow write takes only mode, app_txn and commit_message")
         return write_arrow(df, os.fspath(path), mode=mode, app_txn=app_txn,
                            commit_message=commit_message)
+    return stage_delta(df, path, mode=mode, partition_by=partition_by,
+                       replace_partitions=replace_partitions, app_txn=app_txn,
+                       schema_mode=schema_mode, commit_message=commit_message,
+                       expected_version=expected_version, configuration=configuration,
+                       skip_empty=skip_empty, exclusive=exclusive).commit()
+
+
+@dataclass
+class StagedWrite:
+    """The first half of `write_delta`: Spark tasks wrote the files and they are in place, but
+    no version references them yet. `commit()` (or `write_delta(staged, path)`) is the second
+    half; `abandon()` removes the files instead. Staging several tables' writes at once and
+    committing them one by one keeps the commits in their order while their Spark jobs overlap.
+    """
+
+    loc: TableLocation
+    request: _commit.CommitRequest | None   # None: nothing to commit (`answer` says why)
+    answer: CommitInfo | None = None
+    schema_mode: SchemaMode = "enforce"
+
+    def commit(self) -> CommitInfo:
+        if self.request is None:
+            assert self.answer is not None
+            return self.answer
+        request, self.request = self.request, None  # committed or cleaned, never both
+        self.answer = commit_or_clean(request, schema_mode=self.schema_mode)
+        return self.answer
+
+    def abandon(self) -> None:
+        if self.request is not None:
+            remove_quietly(self.loc, [f.path for f in self.request.files], None)
+            self.request = None
+            self.answer = CommitInfo(version=None, skipped=False, files=0, rows=0)
+
+
+def stage_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode = "append",
+                partition_by: list[str] | None = None,
+                replace_partitions: Mapping[str, Sequence[Any]] | None = None,
+                app_txn: AppTxn | None = None, schema_mode: SchemaMode = "enforce",
+                commit_message: str | None = None, expected_version: int | None = None,
+                configuration: Mapping[str, str] | None = None,
+                skip_empty: bool = False, exclusive: bool = False) -> StagedWrite:
+    """`write_delta` up to its commit (same arguments): the table as this write finds it is
+    the one the commit checks against (`exclusive`, `expected_version`, the app transaction)."""
     loc = TableLocation.of(path)
     _check_arguments(loc, mode, schema_mode, replace_partitions, app_txn, partition_by)
     snap = open_snapshot(loc, missing_ok=True)
@@ -99,7 +144,7 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
     if snap is not None:
         snap.check_writable(overwrite=mode == "overwrite")
         if app_txn is not None and already_committed(snap, app_txn):
-            return CommitInfo(version=None, skipped=True, files=0, rows=0)
+            return StagedWrite(loc, None, CommitInfo(version=None, skipped=True, files=0, rows=0))
     plan = plan_write(df.schema, snap.schema if snap else None,
                       snap.partition_by if snap else None, partition_by=partition_by,
                       schema_mode=schema_mode, table=str(loc))
@@ -110,15 +155,15 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
     staging = loc.staging_dir(write_id)
     try:
         _spark_write(df, plan, loc, staging)
-        moved = _place_files(loc, staging, plan)
+        moved = place_files(loc, staging, plan)
     except Exception:
         remove_quietly(loc, [], staging)
         raise
     remove_quietly(loc, [], staging)
     if skip_empty and mode == "append" and not moved:
-        return CommitInfo(version=None, skipped=False, files=0, rows=0)
+        return StagedWrite(loc, None, CommitInfo(version=None, skipped=False, files=0, rows=0))
     if replace is not None:
-        _check_replaced(loc, moved, replace)
+        check_replaced(loc, moved, replace)
     if expected_version is not None and plan.new_columns:
         remove_quietly(loc, [f.path for f in moved], None)
         raise LakeError(f"{loc}: a version-guarded write cannot add columns "
@@ -131,7 +176,7 @@ def write_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
         app_txn=app_txn, write_id=write_id, commit_message=commit_message,
         guarded=expected_version is not None or exclusive,
         configuration=dict(configuration) if configuration else None)
-    return commit_or_clean(request, schema_mode=schema_mode)
+    return StagedWrite(loc, request, schema_mode=schema_mode)
 
 
 def _check_expected(loc: TableLocation, snap: Snapshot | None, expected: int | None) -> None:
@@ -198,61 +243,3 @@ def _has_timestamp(data_type: T.DataType) -> bool:
     if isinstance(data_type, T.MapType):
         return _has_timestamp(data_type.keyType) or _has_timestamp(data_type.valueType)
     return isinstance(data_type, T.TimestampType)
-
-
-def _place_files(loc: TableLocation, staging: str, plan: WritePlan) -> list[_commit.StagedFile]:
-    """Stats from each staged file's footer, then the move to its final place. Empty files
-    (Spark writes one for an empty unpartitioned input) are left behind in staging."""
-    selector = pafs.FileSelector(loc.fs_path(staging), recursive=True, allow_not_found=True)
-    staged = [info for info in loc.fs.get_file_info(selector)
-              if info.type == pafs.FileType.File and info.base_name.endswith(".parquet")
-              and not info.base_name.startswith((".", "_"))]
-    if not staged:
-        return []
-    prefix = loc.fs_path(staging) + "/"
-
-    def place(info: pafs.FileInfo) -> _commit.StagedFile | None:
-        relative = info.path[len(prefix):]
-        parsed = parse_partition_dirs(posixpath.dirname(relative))
-        if parsed is None or [k for k, _ in parsed] != plan.partition_by:
-            raise LakeError(f"{loc}: unexpected file {info.path} in the staging area of this "
-                            "write")
-        with loc.fs.open_input_file(info.path) as handle:
-            metadata = pq.ParquetFile(handle).metadata
-        if metadata.num_rows == 0:
-            return None
-        rows, stats = footer_stats(metadata, plan.schema)
-        target = loc.fs_path(relative)
-        if loc.fs.get_file_info(target).type != pafs.FileType.NotFound:
-            raise LakeError(f"{loc}: {relative} already exists; refusing to overwrite it")
-        parent = posixpath.dirname(target)
-        if parent:
-            loc.fs.create_dir(parent, recursive=True)
-        loc.fs.move(info.path, target)
-        mtime = info.mtime if info.mtime is not None else dt.datetime.now(dt.UTC)
-        return _commit.StagedFile(
-            path=relative, size=int(info.size or 0),
-            modification_time=int(mtime.timestamp() * 1000),
-            partition_values=dict(parsed), num_records=rows, stats=stats)
-
-    with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(staged))) as pool:
-        futures = [pool.submit(place, info) for info in staged]
-        placed = [f.result() for f in futures if f.exception() is None]
-        failures = [f.exception() for f in futures if f.exception() is not None]
-    done = [f for f in placed if f is not None]
-    if failures:
-        remove_quietly(loc, [f.path for f in done], None)
-        raise failures[0]  # type: ignore[misc]
-    return done
-
-
-def _check_replaced(loc: TableLocation, files: list[_commit.StagedFile],
-                    replace: dict[str, set[str]]) -> None:
-    for f in files:
-        for column, allowed in replace.items():
-            value = f.partition_values.get(column)
-            if value not in allowed:
-                remove_quietly(loc, [g.path for g in files], None)
-                raise LakeError(
-                    f"{loc}: the data has rows with {column}={value!r}, outside "
-                    f"replace_partitions[{column!r}]={sorted(allowed)}; nothing was committed")

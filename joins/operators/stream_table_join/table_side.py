@@ -1,16 +1,10 @@
 """The table side of the incremental stream-table join: lookups that touch only what a batch needs.
 
 A micro-batch looks up a few thousand keys; the table may hold years of history. Every lookup
-here therefore starts from the batch's lookups, never from the table:
-
-- the lookups' distinct table keys, each with its smallest lookup ts, are broadcast; the table
-  scan is filtered by them in the scan tasks (a broadcast hash join: no shuffle of history);
-- per key, versions at or below the smallest lookup ts matter only through the last of them
-  (it is valid at that ts and carries into the lookup range), so those collapse to one row per
-  key by an aggregate (partial aggregation first: a hot key never lands on one task); only the
-  versions above it survive as they are;
-- the as-of join itself is `spark_batch.asof_join` (skew-proof bucketed validity intervals) on
-  that small table.
+here therefore starts from the batch's lookups, never from the table: the history is narrowed
+to about one row per looked-up key first (`history.py`: the keys broadcast into the scan, the
+versions below the smallest lookup ts collapsed to the one valid there), then the as-of join
+(`joins.asof`, its version index or skew-proof bucketed validity intervals) runs on that.
 
 Versioned tables (seed 000) are the versions log of `joins.operators.versioned_table`: one row
 per stored put, the last sequence (`batch_id`, `arrival`) of a (key, ts) wins. Unversioned
@@ -27,10 +21,14 @@ from joins import lake
 from joins.errors import ConfigError
 from joins.operators.stream_table_join.columns import (
     TABLE_KEY,
-    TABLE_PREFIX,
     VALID_FROM,
     JoinColumns,
     require,
+)
+from joins.operators.stream_table_join.history import (
+    narrow_versions,
+    table_value_name,
+    versioned_columns,
 )
 from joins.operators.stream_table_join.state import UNVERSIONED_TABLE, JoinPaths
 
@@ -41,17 +39,9 @@ if TYPE_CHECKING:
     from joins.lake import ChangeStats
     from joins.operators.stream_table_join.spec import StreamTableJoinSpec
 
-# The versioned table's sequence columns (joins.operators.versioned_table layout).
-SEQ_BATCH = "batch_id"
-SEQ_ARRIVAL = "arrival"
-_LOW = "_low_ts"
 # Above this many rows the narrowed table is joined through a shuffle instead of broadcast.
 BROADCAST_MAX_ROWS = 2_000_000
 _WIN = "_win"
-
-
-def table_value_name(col: str) -> str:
-    return f"{TABLE_PREFIX}{col}"
 
 
 def _null_lookup(lookups: DataFrame, value_types: dict[str, str]) -> DataFrame:
@@ -71,30 +61,13 @@ def versioned_lookup(lookups: DataFrame, versions: DataFrame | None, *, cols: Jo
     renamed `table_<col>`, plus VALID_FROM (the answering version's ts; null = no answer).
 
     `lookups` should be materialized (a checkpoint): the as-of join reads it more than once."""
-    from pyspark.sql import functions as F
-
     from joins.asof import asof_join
     from joins.spark import jvm
 
     if versions is None:
         return _null_lookup(lookups, value_types)
     key, ts, tomb = cols.table_key, cols.table_ts, cols.tombstone
-    lows = (lookups.where(F.col(TABLE_KEY).isNotNull()).groupBy(TABLE_KEY)
-            .agg(F.min(cols.ts).alias(_LOW)))
-    payload = [tomb, *value_cols]
-    needed = versions.select(key, ts, SEQ_BATCH, SEQ_ARRIVAL, *payload)
-    candidates = needed.join(F.broadcast(lows), needed[key] == lows[TABLE_KEY]).drop(TABLE_KEY)
-    order = F.struct(F.col(ts), F.col(SEQ_BATCH), F.col(SEQ_ARRIVAL))
-    # One aggregate does both jobs: every version at or below the key's smallest lookup ts
-    # falls into the group (key, low) and only the last of them (the one valid at `low`)
-    # survives; each version above it is its own group (key, ts), where the later sequence of
-    # a put repeated at the same ts wins. One scan of the history, one shuffle of candidates.
-    group = F.greatest(F.col(ts), F.col(_LOW)).alias("_group_ts")
-    winners = (candidates.groupBy(key, group)
-               .agg(F.max_by(F.struct(F.col(ts), *(F.col(c) for c in payload)), order).alias(_WIN))
-               .select(key, F.col(f"{_WIN}.{ts}").alias(ts),
-                       *(F.col(f"{_WIN}.{c}").alias(c) for c in payload)))
-    table = winners.select(key, ts, tomb, *(F.col(c).alias(table_value_name(c)) for c in value_cols))
+    table = narrow_versions(versions, lookups, cols=cols, value_cols=value_cols)
     if strategy == "auto" and jvm.unavailable_reason(lookups.sparkSession) is None:
         # The narrowed table is about one row per looked-up key: the version index reads it
         # once, in the one job that builds it (no checkpoint, no count: each a Spark job of a
@@ -170,21 +143,20 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
                  to_join: DataFrame, strategy: Literal["auto", "broadcast", "shuffle"]) -> TableSide:
     """Look `to_join` up in the table as the batch leaves it: the versioned table at the
     plan's pinned version, or the keyed state plus the batch's own changelog rows."""
-    schema = ctx.schema("table")
-    probe = ctx.spark.createDataFrame([], schema)
-    value_cols = cols.resolve_table_values(probe)
-    value_types = {c: schema[c].dataType.simpleString() for c in value_cols}
-    where = f"table_source {ctx.source_path('table')!r}"
     stats = ctx.change_stats("table")
     if spec.table.versioned:
-        require(probe, [cols.table_key, cols.table_ts, cols.tombstone, SEQ_BATCH, SEQ_ARRIVAL],
-                what=f"versioned {where}")
+        value_cols, value_types = versioned_columns(ctx, cols)
         rows_in, stream_time = _versioned_summary(ctx, cols, stats)
         retention = table_retention(spec, ctx.source_path("table"))
         lookups = versioned_lookup(to_join, ctx.snapshot("table"), cols=cols, value_cols=value_cols,
                                    value_types=value_types, history_retention_ms=retention,
                                    table_stream_time=stream_time, strategy=strategy)
         return TableSide(rows_in, stream_time, value_cols, lookups, None)
+    schema = ctx.schema("table")
+    probe = ctx.spark.createDataFrame([], schema)
+    value_cols = cols.resolve_table_values(probe)
+    value_types = {c: schema[c].dataType.simpleString() for c in value_cols}
+    where = f"table_source {ctx.source_path('table')!r}"
     require(probe, [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival],
             what=f"unversioned {where}")
     keep = [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival, *value_cols]
