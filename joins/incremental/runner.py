@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from joins import lake
-from joins.asof import input_errors
 from joins.errors import ConfigError
 from joins.incremental import hooks
 from joins.incremental.context import StepContext
@@ -52,6 +51,7 @@ from joins.incremental.log import (
 )
 from joins.incremental.phases import PhaseClock
 from joins.incremental.sources import Source
+from joins.incremental.staged import Staged, stager
 from joins.spark.parallel import run_all
 
 if TYPE_CHECKING:
@@ -206,12 +206,12 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
     outcomes: dict[str, TableOutcome] = {}
     commits: dict[str, int | None] = {}
     writes = _writes(operator, result)
-    staged: dict[str, _Staged] = {}
+    staged: dict[str, Staged] = {}
     try:
         # Every table's files first, their Spark jobs side by side; then the commits, one by
         # one in their order, each preceded by its failpoint and the lease check.
         with clock.phase("write"):
-            run_all(spark, [_stager(operator.name, root.sub(table), table, written, bid, mode=mode,
+            run_all(spark, [stager(operator.name, root.sub(table), table, written, bid, mode=mode,
                                     partition_by=partition_by, into=staged)
                             for table, written, mode, partition_by in writes])
         for table, _written, _mode, _partition_by in writes:
@@ -257,57 +257,3 @@ def _writes(operator: IncrementalOperator,
     if unknown:
         raise ConfigError(f"{operator.name}: the step wrote undeclared state tables {sorted(unknown)}")
     return out
-
-
-@dataclass
-class _Staged:
-    """One table's write of a batch, its files in place but not committed, and the metrics
-    observed while Spark wrote them (or computed, if a crashed run had committed it)."""
-
-    write: lake.StagedWrite
-    txn: lake.AppTxn
-    metrics: dict[str, Any]
-
-    def commit(self, path: str) -> TableOutcome:
-        # Through write_delta: the commit points are its calls (where crash tests inject).
-        info = lake.write_delta(self.write, path)
-        if info.skipped:
-            # Committed by a run that crashed after it: what it added is in the log.
-            info = lake.committed_write(path, self.txn) or info
-        return TableOutcome(commit=info if info.files or info.version is not None else None,
-                            metrics=self.metrics)
-
-
-def _stager(app: str, path: str, table: str, written: Written, batch_id: int, *, mode: str,
-            partition_by: list[str], into: dict[str, _Staged]) -> Callable[[], None]:
-    """Stage one idempotent write, with the frame's metrics observed while Spark writes it."""
-    from pyspark.sql import Observation
-
-    def stage() -> None:
-        txn = lake.AppTxn(f"{app}.{table}", batch_id)
-        observation = Observation(f"{app}_{table}_{batch_id}") if written.metrics else None
-        source = written.source
-        if observation is not None:
-            source = source.observe(observation, *(e.alias(n) for n, e in written.metrics.items()))
-        frame = written.frame(source)
-        # A bad input record found inside Spark (a duplicate version, a null ts) surfaces here,
-        # in the action that runs the step's plan: as the engine's InputRecordError, naming it.
-        with input_errors():
-            # exclusive: a writer paused past its lease fails at its commit once its successor
-            # fenced it.
-            write = lake.stage_delta(frame, path, mode=mode,  # type: ignore[arg-type]
-                                     partition_by=partition_by or None, app_txn=txn,
-                                     commit_message=f"{app}: {table} of batch {batch_id}",
-                                     skip_empty=mode == "append", exclusive=True)
-        metrics: dict[str, Any] = {}
-        if write.answer is not None and write.answer.skipped:
-            # No Spark job ran: the metrics are computed from the same (pinned) rows, so the
-            # report is the one the crashed run would have written.
-            if written.metrics:
-                row = written.source.agg(*(e.alias(n) for n, e in written.metrics.items())).first()
-                metrics = {} if row is None else row.asDict()
-        elif observation is not None:
-            metrics = dict(observation.get)
-        into[table] = _Staged(write, txn, metrics)
-
-    return stage
