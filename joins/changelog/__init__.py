@@ -5,7 +5,8 @@ and keyed state read by a batch's keys only.
     ChangelogColumns   which columns of a changelog input are the key, ts, tombstone flag and
                        arrival order (`columns.py`)
     side_clock         a side's stream time before / after a batch and whether any of the
-                       batch's updates can be beyond history retention (`expiry.py`)
+                       batch's updates can be beyond history retention (`expiry.py`;
+                       `stream_time_key`: where the batch carries it to the next)
     mark_expired       the updates a versioned store refuses (ts < stream time - retention),
                        decided in arrival order across the whole batch (`expiry.py`)
     keyed_state        the current state of the batch's keys only (`keyed.py`)
@@ -20,6 +21,7 @@ from joins.changelog.expiry import (
     expired_rows,
     mark_expired,
     side_clock,
+    stream_time_key,
 )
 from joins.changelog.keyed import STATE_BATCH, compact_keyed_state, keyed_state
 
@@ -36,4 +38,5 @@ __all__ = [
     "mark_expired",
     "require",
     "side_clock",
+    "stream_time_key",
 ]

@@ -43,6 +43,11 @@ class SideClock:
     seq_span: tuple[int, int] | None = None
 
 
+def stream_time_key(role: str) -> str:
+    """The key of input `role`'s stream time in a batch's carry (what the next batch starts from)."""
+    return f"{role}_stream_time"
+
+
 def side_clock(ctx: StepContext, role: str, cols: ChangelogColumns, *, before: int | None,
                retention_ms: int | None) -> SideClock:
     """The clock of input `role` for this batch; `retention_ms` None = an unversioned side."""

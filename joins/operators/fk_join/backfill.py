@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from joins import lake
+from joins.changelog import stream_time_key
 from joins.changelog.keyed import STATE_BATCH, latest_per_key
 from joins.incremental import BatchLog, BatchStateError, JoinRoot, Source
 from joins.incremental.backfill import BackfillResult, run_backfill
@@ -36,7 +37,7 @@ from joins.operators.fk_join.columns import (
     has,
 )
 from joins.operators.fk_join.spark_batch import temporal_history
-from joins.operators.fk_join.spark_incremental import FkJoinStep, stream_time_key
+from joins.operators.fk_join.spark_incremental import FkJoinStep
 from joins.operators.table_table_join.backfill import Agreement, HistoryForm, compare_with_history
 from joins.operators.table_table_join.history import as_of
 

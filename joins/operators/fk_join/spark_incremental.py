@@ -1,15 +1,13 @@
 """The foreign-key join (seed 004, KIP-213) on the incremental runtime.
 
-A batch takes the rows both changelog inputs gained since the last batch and runs KIP-213's
-protocol over all of them at once (`spark_sides`: which updates each side's store takes;
-`spark_protocol`: subscriptions, answers, fan-out, the stale-response guard, compaction;
-`spark_frames`: the wiring and the state reads). It writes the join's changelog (the last
-result per left key of the batch), the three state tables (`lhs`, `rhs`, `subscriptions`)
-and, when asked, the expired updates to the quarantine.
-
-Spark jobs of a batch: the output write (the decided updates and the state rows read are
-computed there once and cached; the protocol's counts are observed while writing), the state
-writes (from the cache), and a broadcast per state read. Stream times and row counts come
+A batch runs KIP-213's protocol over all the updates both changelog inputs gained since the
+last batch (`spark_sides`: which updates each side's store takes; `spark_protocol`:
+subscriptions, answers, fan-out, the stale-response guard, compaction; `spark_frames`: the
+wiring and the state reads). It writes the join's changelog (the last result per left key of
+the batch), the state tables (`lhs`, `rhs`, `subscriptions`) and, when asked, the expired
+updates to the quarantine. Spark jobs of a batch: the output and state writes, side by side
+(the decided updates and the state rows read are cached, computed once; the protocol's counts
+are observed while writing), and a broadcast per state read. Stream times and row counts come
 from Delta statistics; the prefix scan that decides expiry runs only when they say an update
 may be beyond retention.
 """
@@ -28,6 +26,7 @@ from joins.changelog import (
     mark_expired,
     require,
     side_clock,
+    stream_time_key,
 )
 from joins.errors import ConfigError
 from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
@@ -85,10 +84,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType
 
     from joins.operators.fk_join.spec import FkJoinSpec
-
-
-def stream_time_key(side: Side) -> str:
-    return f"{side}_stream_time"
 
 
 @dataclass
@@ -255,9 +250,7 @@ class FkJoinStep:
         plan, carry = ctx.plan, ctx.carry
 
         def finish(outcome: Outcome) -> tuple[dict[str, Any], dict[str, Any]]:
-            def metric(table: str, name: str) -> int:
-                return int(outcome.metric(table, name))
-
+            metric = outcome.metric  # counts: observed while writing, or recomputed
             live_subs = int(carry.get("subscriptions", 0)) + metric(LHS, "subscribed")
             report = FkJoinReport(
                 batch_id=plan.batch_id,

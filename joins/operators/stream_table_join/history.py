@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from joins.operators.stream_table_join.columns import TABLE_KEY, TABLE_PREFIX, JoinColumns, require
+from joins.operators.stream_table_join.columns import TABLE_KEY, TABLE_PREFIX, JoinColumns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from joins.incremental import StepContext
 
 # The versioned table's sequence columns (joins.operators.versioned_table layout).
 SEQ_BATCH = "batch_id"
@@ -53,13 +52,3 @@ def narrow_versions(versions: DataFrame, lookups: DataFrame, *, cols: JoinColumn
                .select(key, F.col(f"{_WIN}.{ts}").alias(ts),
                        *(F.col(f"{_WIN}.{c}").alias(c) for c in payload)))
     return winners.select(key, ts, tomb, *(F.col(c).alias(table_value_name(c)) for c in value_cols))
-
-
-def versioned_columns(ctx: StepContext, cols: JoinColumns) -> tuple[tuple[str, ...], dict[str, str]]:
-    """The versioned table's value columns and their types, after checking its layout."""
-    schema = ctx.schema("table")
-    probe = ctx.spark.createDataFrame([], schema)
-    require(probe, [cols.table_key, cols.table_ts, cols.tombstone, SEQ_BATCH, SEQ_ARRIVAL],
-            what=f"versioned table_source {ctx.source_path('table')!r}")
-    value_cols = cols.resolve_table_values(probe)
-    return value_cols, {c: schema[c].dataType.simpleString() for c in value_cols}

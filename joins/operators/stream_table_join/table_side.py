@@ -26,9 +26,10 @@ from joins.operators.stream_table_join.columns import (
     require,
 )
 from joins.operators.stream_table_join.history import (
+    SEQ_ARRIVAL,
+    SEQ_BATCH,
     narrow_versions,
     table_value_name,
-    versioned_columns,
 )
 from joins.operators.stream_table_join.state import UNVERSIONED_TABLE, JoinPaths
 
@@ -143,20 +144,21 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
                  to_join: DataFrame, strategy: Literal["auto", "broadcast", "shuffle"]) -> TableSide:
     """Look `to_join` up in the table as the batch leaves it: the versioned table at the
     plan's pinned version, or the keyed state plus the batch's own changelog rows."""
+    schema = ctx.schema("table")
+    probe = ctx.spark.createDataFrame([], schema)
+    value_cols = cols.resolve_table_values(probe)
+    value_types = {c: schema[c].dataType.simpleString() for c in value_cols}
+    where = f"table_source {ctx.source_path('table')!r}"
     stats = ctx.change_stats("table")
     if spec.table.versioned:
-        value_cols, value_types = versioned_columns(ctx, cols)
+        require(probe, [cols.table_key, cols.table_ts, cols.tombstone, SEQ_BATCH, SEQ_ARRIVAL],
+                what=f"versioned {where}")
         rows_in, stream_time = _versioned_summary(ctx, cols, stats)
         retention = table_retention(spec, ctx.source_path("table"))
         lookups = versioned_lookup(to_join, ctx.snapshot("table"), cols=cols, value_cols=value_cols,
                                    value_types=value_types, history_retention_ms=retention,
                                    table_stream_time=stream_time, strategy=strategy)
         return TableSide(rows_in, stream_time, value_cols, lookups, None)
-    schema = ctx.schema("table")
-    probe = ctx.spark.createDataFrame([], schema)
-    value_cols = cols.resolve_table_values(probe)
-    value_types = {c: schema[c].dataType.simpleString() for c in value_cols}
-    where = f"table_source {ctx.source_path('table')!r}"
     require(probe, [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival],
             what=f"unversioned {where}")
     keep = [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival, *value_cols]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from joins import lake
+from joins.changelog import stream_time_key
 from joins.changelog.keyed import latest_per_key
 from joins.incremental import BatchLog, BatchStateError, JoinRoot, Source
 from joins.incremental.backfill import (
@@ -44,7 +45,7 @@ from joins.operators.table_table_join.columns import (
     present,
 )
 from joins.operators.table_table_join.history import as_of, temporal_history
-from joins.operators.table_table_join.spark_incremental import TableTableJoinStep, stream_time_key
+from joins.operators.table_table_join.spark_incremental import TableTableJoinStep
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

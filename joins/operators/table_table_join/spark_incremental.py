@@ -29,6 +29,7 @@ from joins.changelog import (
     mark_expired,
     require,
     side_clock,
+    stream_time_key,
 )
 from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
 from joins.incremental.backfill import count_if
@@ -56,10 +57,6 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from joins.operators.table_table_join.spec import TableTableJoinSpec
-
-
-def stream_time_key(side: Side) -> str:
-    return f"{side}_stream_time"
 
 
 @dataclass
