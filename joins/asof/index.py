@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from joins.asof.errors import duplicate_version, engine_error, jvm_template, null_ts
 from joins.asof.plan import RESERVED_PREFIX, AsOfPlan, saturate
-from joins.asof.sql import ident
+from joins.spark.exprs import ident
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -36,15 +36,12 @@ from typing import TYPE_CHECKING, Literal
 
 from joins.asof.errors import duplicate_version, null_ts, sql_message
 from joins.asof.plan import LONG_MAX, LONG_MIN, RESERVED_PREFIX, AsOfPlan, saturate
+from joins.spark.exprs import ident
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 P = RESERVED_PREFIX
-
-
-def ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _long(value: int) -> str:

@@ -34,9 +34,10 @@ from joins.incremental.log import BatchDone, BatchLog, BatchStateError
 from joins.incremental.phases import PhaseClock
 from joins.incremental.runner import DEFAULT_LEASE_TTL_S, as_sources, check_progress
 from joins.incremental.sources import Source
+from joins.spark.exprs import count_if
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from joins.incremental.contract import IncrementalOperator
 
@@ -218,12 +219,6 @@ def _replace(spark: SparkSession, name: str, target: str, wanted: list[dt.date],
     all_days = tuple(next((d for d in per_day if d.day == s), DayDiff(s)) for s in day_strings)
     return BackfillResult(day_strings, None if done is None else done.batch_id, output_before,
                           commit_version, all_days, computed.counts, clock.timings)
-
-
-def count_if(cond: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0)))
 
 
 def diff_days(new: DataFrame, old: DataFrame | None, *, identity: Sequence[str],

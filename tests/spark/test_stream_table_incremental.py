@@ -26,6 +26,13 @@ from joins.operators.stream_table_join.grace import decide
 from joins.operators.stream_table_join.late import late_reason, late_reason_text
 from joins.operators.stream_table_join.prefix import MAX_BLOCKS, P_BEFORE, prefix_stream_time
 from joins.operators.stream_table_join.reference import GraceBuffer, StreamTableJoinProcessor
+from joins.operators.stream_table_join.sequential import (
+    MAX_ELIGIBLE,
+    SEQUENTIAL_MAX_ROWS,
+    decide_in_one_task,
+    max_eligible_metric,
+    sequential_decision,
+)
 from joins.operators.stream_table_join.spark_replay import ReplayLake, spark_replay
 from joins.operators.stream_table_join.spec import (
     StreamTableJoinSpec,
@@ -64,14 +71,14 @@ def reference_items(spec: StreamTableJoinSpec, batches: Sequence[Sequence[Stream
 
 
 def spark_items(replay: ReplayLake, batches: Sequence[Sequence[StreamTableRecord]],
-                metrics: dict[str, int] | None = None) -> list[Item]:
+                metrics: dict[str, int] | None = None, **run: Any) -> list[Item]:
     """Land and run the batches one by one, then read the items back in emission order."""
     last: dict[int, int] = {}
     counters: dict[str, int] = {}
     for n, batch in enumerate(batches, start=1):
         for name, count in replay.land(batch, n).items():
             counters[name] = counters.get(name, 0) + count
-        report = replay.run()
+        report = replay.run(**run)
         if report.skipped:
             continue
         last[report.batch_id] = batch[-1].i
@@ -89,9 +96,11 @@ def nonzero(metrics: dict[str, int]) -> dict[str, int]:
 
 
 def assert_same_as_reference(spark: Any, tmp_path: Path, config: dict[str, Any],
-                             raw: Sequence[dict[str, Any]], cuts: Sequence[int]) -> list[Item]:
+                             raw: Sequence[dict[str, Any]], cuts: Sequence[int],
+                             **run: Any) -> list[Item]:
     """Run `raw` cut into batches of the sizes in `cuts` on both engines; items and counters
-    must be equal. Returns the items."""
+    must be equal. Returns the items. `run`: options of `run_microbatch` (e.g.
+    sequential_max_rows=0: every batch decided set-wise)."""
     spec = spec_of(config)
     records = records_of(raw)
     batches, pos = [], 0
@@ -104,7 +113,7 @@ def assert_same_as_reference(spark: Any, tmp_path: Path, config: dict[str, Any],
     want_metrics: dict[str, int] = {}
     want = reference_items(spec, batches, want_metrics)
     got_metrics: dict[str, int] = {}
-    got = spark_items(ReplayLake(spark, spec, str(tmp_path)), batches, got_metrics)
+    got = spark_items(ReplayLake(spark, spec, str(tmp_path)), batches, got_metrics, **run)
     assert got == want
     assert nonzero(got_metrics) == nonzero(want_metrics)
     return got
@@ -160,7 +169,10 @@ def grace_batches(draw: st.DrawFn) -> dict[str, Any]:
             "block_rows": draw(st.sampled_from([1, 2, 3, 1000]))}
 
 
-def decide_spark(spark: Any, case: dict[str, Any], *, grace: int | None = None):
+def decide_spark(spark: Any, case: dict[str, Any], *, grace: int | None = None,
+                 sequential: bool = False):
+    """`case` decided by the set-wise path (`grace.decide`) or record at a time in one task
+    (`sequential.py`), read back as `simulate_buffer` says it."""
     from pyspark.sql import functions as F
 
     grace = case["grace"] if grace is None else grace
@@ -170,8 +182,17 @@ def decide_spark(spark: Any, case: dict[str, Any], *, grace: int | None = None):
                                 STREAM_SCHEMA).withColumn(TABLE_KEY, F.col("key"))
     buf = spark.createDataFrame([("k", "v", ts, "d", seq) for ts, seq in case["buffered"]],
                                 STREAM_SCHEMA).withColumn(TABLE_KEY, F.col("key"))
-    d = decide(new, buf, spec, stream_cols=STREAM_COLS, value_cols=["value"], ts="ts", seq="_seq",
-               stream_time_before=case["stream_time"], block_rows=case["block_rows"])
+    if sequential:
+        frame = decide_in_one_task(new, buf, spec, stream_cols=STREAM_COLS, value_cols=["value"],
+                                   ts="ts", seq="_seq", stream_time_before=case["stream_time"])
+        metrics = {MAX_ELIGIBLE: max_eligible_metric("ts")}
+        row = frame.agg(*(e.alias(n) for n, e in metrics.items())).first().asDict()
+        d = sequential_decision(frame.localCheckpoint(), row, spec, stream_cols=STREAM_COLS,
+                                ts="ts", stream_time_before=case["stream_time"])
+    else:
+        d = decide(new, buf, spec, stream_cols=STREAM_COLS, value_cols=["value"], ts="ts",
+                   seq="_seq", stream_time_before=case["stream_time"],
+                   block_rows=case["block_rows"])
     ts_of = {seq: ts for _, ts, seq in case["records"]} | {seq: ts for ts, seq in case["buffered"]}
     joined = sorted(((r["_seq"], r[EMIT_SEQ], r[LATE]) for r in d.to_join.collect()),
                     key=lambda t: (t[1], ts_of[t[0]], t[0]))
@@ -182,23 +203,27 @@ def decide_spark(spark: Any, case: dict[str, Any], *, grace: int | None = None):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(case=grace_batches())
-def test_batch_decision_equals_record_at_a_time_buffer(spark: Any, case: dict[str, Any]) -> None:
+@given(case=grace_batches(), sequential=st.booleans())
+def test_batch_decision_equals_record_at_a_time_buffer(spark: Any, case: dict[str, Any],
+                                                       sequential: bool) -> None:
     """Late records, evictions (and the put that evicted each), quarantine reasons, what stays
-    buffered and the stream time: decided set-wise, exactly as one record at a time."""
+    buffered and the stream time: decided set-wise, or in one task, exactly as one record at a
+    time."""
     want = simulate_buffer(case["records"], case["buffered"], case["grace"], case["stream_time"],
                            case["late"])
     want = (want[0], sorted(want[1]), want[2], want[3])
-    assert decide_spark(spark, case) == want
+    assert decide_spark(spark, case, sequential=sequential) == want
 
 
-def test_a_wrong_grace_is_caught(spark: Any) -> None:
+@pytest.mark.parametrize("sequential", [False, True], ids=["set-wise", "one task"])
+def test_a_wrong_grace_is_caught(spark: Any, sequential: bool) -> None:
     """The comparison above can fail: the same batch decided with grace off by one differs."""
     case = {"grace": 2, "stream_time": 10, "buffered": [(9, -1)], "late": "join", "block_rows": 1,
             "records": [("v", 12, 1), ("v", 10, 2), ("v", 15, 4), ("v", 11, 5)]}
     want = simulate_buffer(case["records"], case["buffered"], 2, 10, "join")
-    assert decide_spark(spark, case) == (want[0], want[1], want[2], want[3])
-    assert decide_spark(spark, case, grace=3) != (want[0], want[1], want[2], want[3])
+    assert decide_spark(spark, case, sequential=sequential) == (want[0], want[1], want[2], want[3])
+    assert decide_spark(spark, case, grace=3, sequential=sequential) != \
+        (want[0], want[1], want[2], want[3])
 
 
 def test_prefix_stream_time_over_many_sparse_blocks(spark: Any) -> None:
@@ -254,12 +279,19 @@ SEED_001 = [  # the seed's table (versions at ts 1, 2, 3) and stream d@4, e@1, f
 ]
 
 
-def test_seed_001_grace_example(spark: Any, tmp_path: Path) -> None:
+# Both ways a batch is decided (`decide.py`): in one task (small batches), set-wise (0).
+DECIDERS = pytest.mark.parametrize("sequential_max_rows", [SEQUENTIAL_MAX_ROWS, 0],
+                                   ids=["one task", "set-wise"])
+
+
+@DECIDERS
+def test_seed_001_grace_example(spark: Any, tmp_path: Path, sequential_max_rows: int) -> None:
     """KIP-923's example: with grace the join output is 2eb, 3fc, 2gx, 3hy, 1da whatever the
     interleaving; here the table and the stream arrive in two batches."""
     config = {"join": "left", "table": {"versioned": True, "history_retention_ms": 100},
               "grace_ms": 10}
-    items = assert_same_as_reference(spark, tmp_path, config, SEED_001, cuts=[7])
+    items = assert_same_as_reference(spark, tmp_path, config, SEED_001, cuts=[7],
+                                     sequential_max_rows=sequential_max_rows)
     assert [(i["key"], i["value"][0] + i["value"][1]) for i in items] == \
         [(2, "eb"), (3, "fc"), (2, "gx"), (3, "hy"), (1, "da")]
 
@@ -278,10 +310,12 @@ LATE_STREAM = [
 
 
 @pytest.mark.parametrize("late", ["join", "drop", "quarantine"])
-def test_late_policies(spark: Any, tmp_path: Path, late: str) -> None:
+@DECIDERS
+def test_late_policies(spark: Any, tmp_path: Path, late: str, sequential_max_rows: int) -> None:
     config = {"join": "left", "table": {"versioned": True, "history_retention_ms": 10},
               "grace_ms": 2, "late": late}
-    items = assert_same_as_reference(spark, tmp_path, config, LATE_STREAM, cuts=[4, 5])
+    items = assert_same_as_reference(spark, tmp_path, config, LATE_STREAM, cuts=[4, 5],
+                                     sequential_max_rows=sequential_max_rows)
     quarantined = [i for i in items if "quarantined" in i]
     assert len(quarantined) == (2 if late == "quarantine" else 0)
     assert all("grace" in i["reason"] for i in quarantined)
@@ -360,14 +394,18 @@ def test_versioned_table_without_grace(spark: Any, tmp_path: Path, join: str) ->
     assert_same_as_reference(spark, tmp_path, config, VERSIONED_NO_GRACE, cuts=[5, 2, 5])
 
 
-def test_report_of_a_batch(spark: Any, tmp_path: Path) -> None:
-    """The report carries what the Dagster layer shows; a committed batch re-run by id is a
-    skipped no-op, and a run with no new data says so."""
+@DECIDERS
+def test_report_of_a_batch(spark: Any, tmp_path: Path, sequential_max_rows: int) -> None:
+    """The report carries what the Dagster layer shows (the same whichever way the batch was
+    decided); a committed batch re-run by id is a skipped no-op, and a run with no new data
+    says so."""
     spec = spec_of({"join": "left", "table": {"versioned": True, "history_retention_ms": 100},
                     "grace_ms": 2, "late": "quarantine"})
     replay = ReplayLake(spark, spec, str(tmp_path))
     replay.land(records_of(LATE_STREAM), 1)
-    report = replay.run()
+    report = replay.run(sequential_max_rows=sequential_max_rows)
+    # The set-wise path scans the batch for its stream time first; one task needs no such phase.
+    assert ("stream time" in report.timings) == (sequential_max_rows == 0)
     assert report.batch_id == 0 and not report.skipped
     assert (report.rows_in_stream, report.rows_in_table) == (7, 2)
     assert report.rows_out == 3 and report.quarantined == 2 and report.still_buffered == 1
@@ -417,7 +455,10 @@ def join_cases(draw: st.DrawFn) -> dict[str, Any]:
             raw.append({"side": side, "key": draw(st.sampled_from(["a", "b", 1, 1.0, True, None])),
                         "ts": ts, "value": value})
     cuts = draw(st.lists(st.integers(1, n), min_size=1, max_size=3))
-    return {"config": config, "raw": raw, "cuts": cuts}
+    # Each batch decided in one task (the default for small batches), set-wise (0), or either,
+    # batch by batch, as its size and the buffer's fall on either side of the threshold (3).
+    sequential_max_rows = draw(st.sampled_from([SEQUENTIAL_MAX_ROWS, 0, 3]))
+    return {"config": config, "raw": raw, "cuts": cuts, "sequential_max_rows": sequential_max_rows}
 
 
 @pytest.mark.slow
@@ -426,7 +467,7 @@ def join_cases(draw: st.DrawFn) -> dict[str, Any]:
 def test_incremental_equals_reference_for_random_inputs(spark: Any, tmp_path_factory: Any,
                                                         case: dict[str, Any]) -> None:
     assert_same_as_reference(spark, tmp_path_factory.mktemp("stj"), case["config"], case["raw"],
-                             case["cuts"])
+                             case["cuts"], sequential_max_rows=case["sequential_max_rows"])
 
 
 # ---- `python -m joins replay --engine spark` -------------------------------------------------

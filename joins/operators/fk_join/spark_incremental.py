@@ -30,7 +30,6 @@ from joins.changelog import (
 )
 from joins.errors import ConfigError
 from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
-from joins.incremental.backfill import count_if
 from joins.operators.fk_join.columns import (
     APP,
     BATCH_ID,
@@ -78,6 +77,7 @@ from joins.operators.fk_join.spark_sides import (
     live,
     state_rows,
 )
+from joins.spark.exprs import count_if
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

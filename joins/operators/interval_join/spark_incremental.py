@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from joins import incremental
 from joins.incremental import BatchLog, Outcome, StepContext, StepResult, Written
-from joins.incremental.backfill import count_if
 from joins.operators.interval_join.bins import time_window
 from joins.operators.interval_join.buffer import (
     BUFFER,
@@ -82,6 +81,7 @@ from joins.operators.interval_join.output import (
 from joins.operators.interval_join.pairs import batch_pairs, lin, narrowed, old_rows
 from joins.operators.interval_join.report import IntervalBatchReport
 from joins.operators.interval_join.timeline import Timeline, build_timeline, carry_of, state_of
+from joins.spark.exprs import count_if
 from joins.sql import SIDES, ColumnRef, Side
 
 if TYPE_CHECKING:

@@ -33,7 +33,6 @@ from joins.incremental.backfill import (
     BackfillResult,
     BackfillRows,
     DayDiff,
-    count_if,
     run_backfill,
 )
 from joins.operators.stream_table_join.columns import (
@@ -50,6 +49,7 @@ from joins.operators.stream_table_join.grace import SKIPPED_NULL_VALUE, classify
 from joins.operators.stream_table_join.spark_incremental import StreamTableJoinStep
 from joins.operators.stream_table_join.state import JoinPaths
 from joins.operators.stream_table_join.table_side import table_value_name, versioned_lookup
+from joins.spark.exprs import count_if
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

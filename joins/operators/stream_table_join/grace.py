@@ -133,13 +133,13 @@ def decision_metrics(ts: str) -> dict[str, Column]:
     lateness of the records that were not skipped (`report.lateness_columns`)."""
     from pyspark.sql import functions as F
 
-    from joins.operators.stream_table_join.report import count_if, lateness_columns
+    from joins.operators.stream_table_join.report import lateness_columns
+    from joins.spark.exprs import count_if, ident
 
-    cls = F.col(CLASS)
-    eligible = cls.isin(*ELIGIBLE)
-    metrics = {"n": F.count(cls)}  # buffered records have no class
-    metrics.update({c: count_if(cls == c) for c in _CLASSES})
-    metrics.update(lateness_columns(F.greatest(F.col(P_BEFORE) - F.col(ts), F.lit(0)), eligible))
+    eligible = f"{CLASS} IN ({', '.join(repr(c) for c in ELIGIBLE)})"
+    metrics = {"n": F.expr(f"count({CLASS})")}  # buffered records have no class
+    metrics.update({c: count_if(f"{CLASS} = {c!r}") for c in _CLASSES})
+    metrics.update(lateness_columns(f"greatest({P_BEFORE} - {ident(ts)}, 0)", eligible))
     return metrics
 
 

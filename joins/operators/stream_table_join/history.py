@@ -33,22 +33,26 @@ def narrow_versions(versions: DataFrame, lookups: DataFrame, *, cols: JoinColumn
                     value_cols: tuple[str, ...]) -> DataFrame:
     """The versions `lookups` (TABLE_KEY, `cols.ts`) can be answered by, one per (key, ts):
     key, ts, tombstone and the values renamed `table_<col>`."""
-    from pyspark.sql import functions as F
+    from joins.spark.exprs import ident
 
-    key, ts, tomb = cols.table_key, cols.table_ts, cols.tombstone
-    lows = (lookups.where(F.col(TABLE_KEY).isNotNull()).groupBy(TABLE_KEY)
-            .agg(F.min(cols.ts).alias(_LOW)))
-    payload = [tomb, *value_cols]
-    needed = versions.select(key, ts, SEQ_BATCH, SEQ_ARRIVAL, *payload)
-    candidates = needed.join(F.broadcast(lows), needed[key] == lows[TABLE_KEY]).drop(TABLE_KEY)
-    order = F.struct(F.col(ts), F.col(SEQ_BATCH), F.col(SEQ_ARRIVAL))
+    key, ts, tomb = ident(cols.table_key), ident(cols.table_ts), ident(cols.tombstone)
+    payload = [tomb, *(ident(c) for c in value_cols)]
     # One aggregate does both jobs: every version at or below the key's smallest lookup ts
     # falls into the group (key, low) and only the last of them (the one valid at `low`)
     # survives; each version above it is its own group (key, ts), where the later sequence of
     # a put repeated at the same ts wins. One scan of the history, one shuffle of candidates.
-    group = F.greatest(F.col(ts), F.col(_LOW)).alias("_group_ts")
-    winners = (candidates.groupBy(key, group)
-               .agg(F.max_by(F.struct(F.col(ts), *(F.col(c) for c in payload)), order).alias(_WIN))
-               .select(key, F.col(f"{_WIN}.{ts}").alias(ts),
-                       *(F.col(f"{_WIN}.{c}").alias(c) for c in payload)))
-    return winners.select(key, ts, tomb, *(F.col(c).alias(table_value_name(c)) for c in value_cols))
+    # (One SQL statement: the same plan as DataFrame calls, built in a few JVM round trips.)
+    query = f"""
+        SELECT {key}, {_WIN}.{ts} AS {ts},
+               {", ".join(f"{_WIN}.{p} AS {ident(n)}" for p, n in zip(
+                   payload, [cols.tombstone, *(table_value_name(c) for c in value_cols)], strict=True))}
+        FROM (
+            SELECT /*+ BROADCAST(l) */ v.{key} AS {key},
+                   max_by(struct(v.{ts}, {", ".join(f"v.{p}" for p in payload)}),
+                          struct(v.{ts}, v.{SEQ_BATCH}, v.{SEQ_ARRIVAL})) AS {_WIN}
+            FROM {{versions}} v
+            JOIN (SELECT {TABLE_KEY} AS _lookup_key, min({ident(cols.ts)}) AS {_LOW}
+                  FROM {{lookups}} WHERE {TABLE_KEY} IS NOT NULL GROUP BY {TABLE_KEY}) l
+              ON v.{key} = l._lookup_key
+            GROUP BY v.{key}, greatest(v.{ts}, l.{_LOW}))"""
+    return versions.sparkSession.sql(query, versions=versions, lookups=lookups)

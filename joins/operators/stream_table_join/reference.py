@@ -46,7 +46,7 @@ that nothing is ever lost silently.
 from __future__ import annotations
 
 import heapq
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from joins.core.store import TableStore, VersionedStore, make_store
 from joins.operators.base import Item
@@ -66,14 +66,28 @@ METRIC_NAMES: tuple[str, ...] = (
 )
 
 
-class GraceBuffer:
-    """The stream-side buffer of KIP-923, ordered by (ts, arrival)."""
+class Arrived(Protocol):
+    """What the buffer needs of a record: its ts and its arrival index (unique)."""
+
+    @property
+    def ts(self) -> int: ...
+
+    @property
+    def i(self) -> int: ...
+
+
+R = TypeVar("R", bound=Arrived)
+
+
+class GraceBuffer(Generic[R]):
+    """The stream-side buffer of KIP-923, ordered by (ts, arrival). The Spark engine's
+    small-batch decision (`sequential.py`) runs this same buffer inside one Spark task."""
 
     def __init__(self, grace_ms: int) -> None:
         self.grace_ms = grace_ms
         self.stream_time: int | None = None
         # (ts, arrival index, record, table key): (ts, i) is unique, so records never compare.
-        self._heap: list[tuple[int, int, StreamTableRecord, Any]] = []
+        self._heap: list[tuple[int, int, R, Any]] = []
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -87,14 +101,14 @@ class GraceBuffer:
         bound = self.late_bound
         return bound is not None and ts < bound
 
-    def put(self, record: StreamTableRecord, table_key: Any) -> None:
+    def put(self, record: R, table_key: Any) -> None:
         heapq.heappush(self._heap, (record.ts, record.i, record, table_key))
         self.stream_time = record.ts if self.stream_time is None else max(self.stream_time, record.ts)
 
-    def evict(self) -> list[tuple[StreamTableRecord, Any]]:
+    def evict(self) -> list[tuple[R, Any]]:
         """Remove and return, in (ts, arrival) order, every record with ts <= stream time - grace."""
         bound = self.late_bound
-        evicted: list[tuple[StreamTableRecord, Any]] = []
+        evicted: list[tuple[R, Any]] = []
         while bound is not None and self._heap and self._heap[0][0] <= bound:
             _ts, _i, record, table_key = heapq.heappop(self._heap)
             evicted.append((record, table_key))
@@ -107,7 +121,8 @@ class StreamTableJoinProcessor:
     def __init__(self, spec: StreamTableJoinSpec) -> None:
         self.spec = spec
         self.table: TableStore = make_store(spec.table.versioned, spec.table.retention_ms)
-        self.buffer: GraceBuffer | None = None if spec.grace_ms is None else GraceBuffer(spec.grace_ms)
+        self.buffer: GraceBuffer[StreamTableRecord] | None = (
+            None if spec.grace_ms is None else GraceBuffer(spec.grace_ms))
         self.metrics: dict[str, int] = dict.fromkeys(METRIC_NAMES, 0)
 
     def process(self, record: StreamTableRecord) -> list[Item]:
@@ -146,7 +161,8 @@ class StreamTableJoinProcessor:
         self.metrics["buffered"] = len(self.buffer)
         return out
 
-    def _on_late(self, record: StreamTableRecord, table_key: Any, buffer: GraceBuffer) -> list[Item]:
+    def _on_late(self, record: StreamTableRecord, table_key: Any,
+                 buffer: GraceBuffer[StreamTableRecord]) -> list[Item]:
         if self.spec.late == "join":
             self.metrics["late_joined"] += 1
             return self._join(record, table_key)

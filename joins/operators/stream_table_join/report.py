@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from joins.spark.exprs import count_if
+
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
@@ -76,25 +78,20 @@ class MicroBatchReport:
         return cls(**data, lateness=lateness)
 
 
-def count_if(cond: Column) -> Column:
+def lateness_columns(lateness: str, eligible: str) -> dict[str, Column]:
+    """Aggregates of the lateness of the `eligible` rows, by name (see `lateness_stats`);
+    `lateness` and `eligible` are SQL expressions (one JVM call per aggregate)."""
     from pyspark.sql import functions as F
 
-    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0)))
-
-
-def lateness_columns(lateness: Column, eligible: Column) -> dict[str, Column]:
-    """Aggregates of the lateness of the `eligible` rows, by name (see `lateness_stats`)."""
-    from pyspark.sql import functions as F
-
-    value = F.when(eligible, F.coalesce(lateness, F.lit(0)))
-    out = {"lat_n": F.count(value), "lat_max": F.max(value),
-           "lat_pct": F.percentile_approx(value, [0.5, 0.95, 0.99])}
+    value = f"(CASE WHEN {eligible} THEN coalesce({lateness}, 0) END)"
+    out = {"lat_n": F.expr(f"count({value})"), "lat_max": F.expr(f"max({value})"),
+           "lat_pct": F.expr(f"percentile_approx({value}, array(0.5D, 0.95D, 0.99D))")}
     lower: int | None = None
     for upper in LATENESS_BUCKETS_MS:
-        cond = value <= F.lit(upper) if lower is None else (value > F.lit(lower)) & (value <= F.lit(upper))
+        cond = f"{value} <= {upper}" if lower is None else f"{value} > {lower} AND {value} <= {upper}"
         out[f"lat_le_{upper}"] = count_if(cond)
         lower = upper
-    out["lat_gt"] = count_if(value > F.lit(lower))
+    out["lat_gt"] = count_if(f"{value} > {lower}")
     return out
 
 

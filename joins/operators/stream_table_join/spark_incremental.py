@@ -35,27 +35,21 @@ from joins.operators.stream_table_join.columns import (
     JoinColumns,
     require,
 )
+from joins.operators.stream_table_join.decide import Decider
 from joins.operators.stream_table_join.grace import (
-    CLASS,
     DEFAULT_BLOCK_ROWS,
-    ELIGIBLE,
     LATE_CLASS,
     PUT,
     SKIPPED_NULL_KEY,
     SKIPPED_NULL_VALUE,
     Decision,
-    decision_metrics,
-    resolve,
-    scan_batch,
-    single_block_blocks,
 )
-from joins.operators.stream_table_join.prefix import Unknown, max_ts_if_no_nulls
 from joins.operators.stream_table_join.report import (
     LatenessStats,
     MicroBatchReport,
-    count_if,
     lateness_stats,
 )
+from joins.operators.stream_table_join.sequential import SEQUENTIAL_MAX_ROWS
 from joins.operators.stream_table_join.state import APP, BUFFER, UNVERSIONED_TABLE, JoinPaths
 from joins.operators.stream_table_join.table_side import (
     TableSide,
@@ -63,9 +57,10 @@ from joins.operators.stream_table_join.table_side import (
     lookup_table,
     table_value_name,
 )
+from joins.spark.exprs import count_if
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from joins.operators.stream_table_join.spec import StreamTableJoinSpec
 
@@ -91,6 +86,8 @@ class StreamTableJoinStep:
     block_rows: int = DEFAULT_BLOCK_ROWS
     lookup_strategy: Literal["auto", "broadcast", "shuffle"] = "auto"
     name: str = APP
+    # Batches up to this many rows (new + buffered) are decided in one task (`decide.py`).
+    sequential_max_rows: int = SEQUENTIAL_MAX_ROWS
     inputs: tuple[str, ...] = ("stream", "table")
 
     @property
@@ -129,63 +126,21 @@ class StreamTableJoinStep:
         if spec.grace_ms is not None:
             state = ctx.state(BUFFER, columns=stream_cols)
             buffer = None if state is None else state.withColumn(TABLE_KEY, F.col(key_col))
-        stats = ctx.change_stats("stream")
-        span = None
-        if stats is not None and cols.seq in stats.min and stats.min[cols.seq] is not None:
-            span = (int(stats.min[cols.seq]), int(stats.max[cols.seq]))
-        if span is None or span[1] - span[0] >= self.block_rows:
-            # Read twice (block maxima, then the blocks' windows); a one-block batch is read
-            # once, into `classified`'s cache.
-            new = new.persist()
-        stream_time_before = carry.get(STREAM_TIME)
-        with ctx.phase("stream time"):
-            scanned = scan_batch(new, spec, value_cols=value_cols, ts=cols.ts, seq=cols.seq,
-                                 stream_time_before=stream_time_before,
-                                 block_rows=self.block_rows, seq_span=span)
-        # Three branches of the decision read it (measured: cheaper than recomputing its
-        # window per branch, even for 100 records).
-        classified = scanned.classified.persist()
-        blocks, st_after = scanned.blocks, scanned.stream_time_after
-        if scanned.single_block:
-            # Every record is eligible when some value column and (inner join) the table key
-            # have no null: the largest eligible ts is then the statistics' largest ts.
-            max_eligible = max_ts_if_no_nulls(
-                stats, ts=cols.ts, some_of=value_cols,
-                all_of=[key_col] if spec.join == "inner" else [])
-            if isinstance(max_eligible, Unknown):
-                with ctx.phase("classify"):
-                    max_eligible = self._max_eligible(classified)
-            blocks, st_after = single_block_blocks(stream_time_before, max_eligible)
-        decision = resolve(classified, buffer, spec, blocks=blocks, stream_time_after=st_after,
-                           stream_cols=stream_cols, ts=cols.ts, seq=cols.seq)
-        with ctx.phase("decide"):
-            # One action decides the batch and counts it: the lookups read what is joined twice
-            # (the keys that narrow the table's history, and the probe), the writes read the
-            # quarantined and newly buffered records, and deciding evictions costs a shuffle.
-            decided, row = ctx.checkpoint_counted(decision.decided, decision_metrics(cols.ts),
-                                                  f"{self.name}_decide")
-        decision = decision.with_decided(decided)
+        decided = self.decider(value_cols, stream_cols).decide(
+            ctx, new, buffer, ctx.change_stats("stream"), int(carry.get(BUFFERED, 0)))
+        decision, row = decided.decision, decided.counts
         with ctx.phase("table side"):
             side = lookup_table(ctx, spec, cols, decision.to_join, self.lookup_strategy)
         result = self._writes(ctx, decision, side, stream_cols, row)
-
-        def release() -> None:
-            classified.unpersist()
-            new.unpersist()
-
         return StepResult(output=result[0], quarantine=result[1], state=result[2],
                           finish=self._finisher(ctx, decision, side, row),
-                          release=release)
+                          release=decided.release)
 
-    def _max_eligible(self, classified: DataFrame) -> int | None:
-        """The largest ts of the records that are not skipped (late ones included: their ts is
-        below stream time, so they never raise it)."""
-        from pyspark.sql import functions as F
-
-        eligible = F.col(CLASS).isin(*ELIGIBLE)
-        row = classified.agg(F.max(F.when(eligible, F.col(self.cols.ts))).alias("m")).first()
-        assert row is not None
-        return None if row["m"] is None else int(row["m"])
+    def decider(self, value_cols: list[str], stream_cols: list[str]) -> Decider:
+        cols = self.cols
+        return Decider(self.spec, stream_cols, value_cols, cols.lookup_key_column(self.spec),
+                       cols.ts, cols.seq, block_rows=self.block_rows,
+                       sequential_max_rows=self.sequential_max_rows, name=self.name)
 
     def _writes(self, ctx: StepContext, decision: Decision, side: TableSide,
                 stream_cols: list[str], stats: Any,
@@ -260,6 +215,7 @@ def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPa
                    batch_id: int | None = None,
                    columns: JoinColumns | None = None, block_rows: int = DEFAULT_BLOCK_ROWS,
                    lookup_strategy: Literal["auto", "broadcast", "shuffle"] = "auto",
+                   sequential_max_rows: int = SEQUENTIAL_MAX_ROWS,
                    wait_s: float = incremental.DEFAULT_WAIT_S,
                    lease_ttl_s: float = incremental.DEFAULT_LEASE_TTL_S) -> MicroBatchReport:
     """Run the next micro-batch of the join under `paths` (or re-run a crashed one).
@@ -273,9 +229,13 @@ def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPa
     which columns are the key, the event time, the values; read as an append-only changelog).
     batch_id: None = the next one (or the planned-but-unfinished one); an id at or below the
         last completed batch returns that batch's report with `skipped` set.
+    sequential_max_rows: a batch with at most this many rows (new + buffered) is decided in
+        one Spark task, a larger one set-wise across the cluster (`decide.py`); 0 = always
+        set-wise.
     """
     step = StreamTableJoinStep(spec, columns or JoinColumns(), block_rows=block_rows,
-                               lookup_strategy=lookup_strategy)
+                               lookup_strategy=lookup_strategy,
+                               sequential_max_rows=sequential_max_rows)
     result = incremental.run_microbatch(spark, step, paths,
                                         {"stream": stream_source, "table": table_source},
                                         batch_id=batch_id, wait_s=wait_s,

@@ -141,7 +141,7 @@ class TableAggregateStep:
     def _members(self, ctx: StepContext, folded: DataFrame) -> Written:
         from pyspark.sql import functions as F
 
-        from joins.incremental.backfill import count_if
+        from joins.spark.exprs import count_if
 
         acc = F.col(ACC)
 

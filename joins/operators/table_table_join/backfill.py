@@ -29,7 +29,6 @@ from joins.incremental.backfill import (
     BackfillContext,
     BackfillResult,
     BackfillRows,
-    count_if,
     run_backfill,
 )
 from joins.operators.table_table_join.columns import (
@@ -46,6 +45,7 @@ from joins.operators.table_table_join.columns import (
 )
 from joins.operators.table_table_join.history import as_of, temporal_history
 from joins.operators.table_table_join.spark_incremental import TableTableJoinStep
+from joins.spark.exprs import count_if
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,0 +1,189 @@
+"""A small batch's grace decision, record at a time in one Spark task (seed 001, KIP-923).
+
+`grace.py` decides a batch set-wise and distributed: right for a large batch (a catch-up after
+an outage, days of replay), but every step of it is a Spark stage of its own (block maxima,
+prefix windows, the eviction window, broadcasts), and for a micro-batch of a few thousand
+records those stages' fixed costs are most of the batch's time. A Kafka Streams task decides
+its partition's records one at a time, in one thread; this does the same in one Spark task:
+the batch's new records and the buffer it starts from are read by one task (a coalesce, no
+shuffle), and the reference processor's own `GraceBuffer` decides them in arrival order. So
+the buffer's rule is written once, and a small batch costs one stage.
+
+The result is `Decision.decided` with every row the task saw: each new record (its CLASS,
+P_BEFORE, FATE, EMIT_SEQ, LATE, as `grace.py` gives them) and each buffered record (CLASS
+null; FATE join when the batch evicts it, keep when it stays). The kept rows make the buffer
+after the batch (`Decision.kept_buffer` is None), so the buffer is read once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
+from joins.operators.stream_table_join.grace import (
+    CLASS,
+    ELIGIBLE,
+    FATE,
+    JOIN_FATE,
+    JOINED,
+    KEEP_FATE,
+    LATE_CLASS,
+    PUT,
+    QUARANTINE_FATE,
+    SKIPPED_NULL_KEY,
+    SKIPPED_NULL_VALUE,
+    Decision,
+)
+from joins.operators.stream_table_join.prefix import P_BEFORE, max_opt
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame
+
+    from joins.operators.stream_table_join.spec import StreamTableJoinSpec
+
+# A batch whose new records and buffer hold at most this many rows is decided in one task. One
+# Python loop over the rows costs about a microsecond per record on this machine's cores; the
+# set-wise path's fixed cost is about half a second (measured in bench/incremental_step.py).
+SEQUENTIAL_MAX_ROWS = 200_000
+
+MAX_ELIGIBLE = "max_eligible_ts"  # the metric that gives the stream time after the batch
+_BUFFERED = "_buffered"
+
+
+@dataclass(frozen=True)
+class _Arrival:
+    ts: int
+    i: int     # the record's arrival index (its seq): unique, as the buffer needs
+    row: int   # its place in the task's rows
+
+
+def fits(new_rows: int | None, buffered: int, limit: int = SEQUENTIAL_MAX_ROWS) -> bool:
+    """Whether a batch of `new_rows` (None: not known before reading it) and a buffer of
+    `buffered` records is decided in one task."""
+    return new_rows is not None and new_rows + buffered <= limit
+
+
+def max_eligible_metric(ts: str) -> Column:
+    """The largest ts of the records not skipped: with the stream time before the batch, the
+    stream time after it (late records never raise it)."""
+    from pyspark.sql import functions as F
+
+    return F.max(F.when(F.col(CLASS).isin(*ELIGIBLE), F.col(ts)))
+
+
+def decide_in_one_task(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
+                       stream_cols: list[str], value_cols: list[str], ts: str, seq: str,
+                       stream_time_before: int | None) -> DataFrame:
+    """The decided frame (see the module docstring) of `new` and `buffer` (both hold
+    `stream_cols` plus TABLE_KEY). Lazy: the caller materializes it once."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    carried = [*stream_cols, TABLE_KEY]
+    rows = new.select(*carried, F.lit(False).alias(_BUFFERED))
+    if buffer is not None:
+        rows = rows.unionByName(buffer.select(*carried, F.lit(True).alias(_BUFFERED)))
+    schema = T.StructType([*(f for f in rows.schema.fields if f.name != _BUFFERED),
+                           T.StructField(CLASS, T.StringType()),
+                           T.StructField(P_BEFORE, T.LongType()),
+                           T.StructField(FATE, T.StringType()),
+                           T.StructField(EMIT_SEQ, T.LongType()),
+                           T.StructField(LATE, T.BooleanType(), False)])
+    late_fate = {"join": JOIN_FATE, "quarantine": QUARANTINE_FATE}.get(spec.late)
+    kernel = _kernel(grace_ms=spec.grace_ms, late_fate=late_fate, inner=spec.join == "inner",
+                     value_cols=tuple(value_cols), ts=ts, seq=seq,
+                     stream_time_before=stream_time_before)
+    return rows.coalesce(1).mapInArrow(kernel, schema)
+
+
+def sequential_decision(decided: DataFrame, metrics: dict[str, Any], spec: StreamTableJoinSpec,
+                        *, stream_cols: list[str], ts: str,
+                        stream_time_before: int | None) -> Decision:
+    """The Decision of a materialized `decide_in_one_task` frame and its metrics."""
+    top = metrics.get(MAX_ELIGIBLE)
+    after = max_opt(stream_time_before, None if top is None else int(top))
+    bound = None if spec.grace_ms is None or after is None else after - spec.grace_ms
+    return Decision(decided, None, tuple(stream_cols), ts, spec.grace_ms, spec.late, after, bound)
+
+
+def _kernel(*, grace_ms: int | None, late_fate: str | None, inner: bool,
+            value_cols: tuple[str, ...], ts: str, seq: str, stream_time_before: int | None,
+            ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The task's function (shipped to the executor: plain values only in its closure)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        received = list(batches)
+        if not received:
+            return
+        table = pa.Table.from_batches(received)
+        decided = decide_rows(table, grace_ms=grace_ms, late_fate=late_fate, inner=inner,
+                              value_cols=value_cols, ts=ts, seq=seq,
+                              stream_time_before=stream_time_before)
+        yield from decided.to_batches()
+
+    return run
+
+
+def decide_rows(table: pa.Table, *, grace_ms: int | None, late_fate: str | None, inner: bool,
+                value_cols: tuple[str, ...], ts: str, seq: str,
+                stream_time_before: int | None) -> pa.Table:
+    """`table` (the carried columns and _BUFFERED) decided: the carried columns plus CLASS,
+    P_BEFORE, FATE, EMIT_SEQ, LATE, in the same row order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from joins.operators.stream_table_join.reference import GraceBuffer
+
+    n = table.num_rows
+    ts_of: list[int] = table.column(ts).to_pylist()
+    seq_of: list[int] = table.column(seq).to_pylist()
+    buffered: list[bool] = table.column(_BUFFERED).to_pylist()
+    key_null: list[bool] = pc.is_null(table.column(TABLE_KEY)).to_pylist()
+    value_null = [False] * n
+    if value_cols:
+        nulls = pc.is_null(table.column(value_cols[0]))
+        for c in value_cols[1:]:
+            nulls = pc.and_(nulls, pc.is_null(table.column(c)))
+        value_null = nulls.to_pylist()
+
+    cls: list[str | None] = [None] * n
+    p_before: list[int | None] = [None] * n
+    fate: list[str | None] = [None] * n
+    emit = list(seq_of)
+    late = [False] * n
+    grace: GraceBuffer[_Arrival] | None = None
+    if grace_ms is not None:
+        grace = GraceBuffer(grace_ms)
+        grace.stream_time = stream_time_before
+        for r in range(n):
+            if buffered[r]:
+                grace.put(_Arrival(ts_of[r], seq_of[r], r), None)
+                fate[r] = KEEP_FATE
+    stream_time = stream_time_before
+    for r in sorted((r for r in range(n) if not buffered[r]), key=seq_of.__getitem__):
+        p_before[r] = stream_time
+        if value_null[r]:
+            cls[r] = SKIPPED_NULL_VALUE
+        elif inner and key_null[r]:
+            cls[r] = SKIPPED_NULL_KEY
+        elif grace is None:
+            cls[r], fate[r] = JOINED, JOIN_FATE
+            stream_time = max_opt(stream_time, ts_of[r])
+        elif grace.is_late(ts_of[r]):
+            cls[r], fate[r], late[r] = LATE_CLASS, late_fate, True
+        else:
+            cls[r], fate[r] = PUT, KEEP_FATE
+            grace.put(_Arrival(ts_of[r], seq_of[r], r), None)
+            stream_time = grace.stream_time
+            for evicted, _key in grace.evict():
+                fate[evicted.row], emit[evicted.row] = JOIN_FATE, seq_of[r]
+    return table.drop_columns([_BUFFERED]).append_column(CLASS, pa.array(cls, pa.string())) \
+        .append_column(P_BEFORE, pa.array(p_before, pa.int64())) \
+        .append_column(FATE, pa.array(fate, pa.string())) \
+        .append_column(EMIT_SEQ, pa.array(emit, pa.int64())) \
+        .append_column(LATE, pa.array(late, pa.bool_()))
