@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from joins.lake import commit as _commit
@@ -44,9 +43,10 @@ from joins.lake.schema import (
 )
 from joins.lake.small import write_arrow
 from joins.lake.table import Snapshot, open_snapshot
+from joins.spark.exprs import ident, sql_string
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: st
         # Spark's default INT96 timestamps are deprecated in Parquet and read back differently
         # by other Delta readers; Delta writers use INT64 microseconds.
         spark.conf.set(_TIMESTAMP_CONF, "TIMESTAMP_MICROS")
-    data = df.select(*[_guarded(c, plan) for c in plan.columns])
+    data = df.selectExpr(*[_guarded(c, plan) for c in plan.columns])
     # "error", not its synonym "errorifexists": the Spark Connect client knows only the former.
     writer = data.write.mode("error").option(
         "mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
@@ -225,14 +225,14 @@ def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: st
     writer.parquet(loc.spark_path(staging))
 
 
-def _guarded(name: str, plan: WritePlan) -> Column:
-    column = F.col("`" + name.replace("`", "``") + "`")
+def _guarded(name: str, plan: WritePlan) -> str:
+    """The column as SQL text (one JVM call per column, `joins.spark.exprs`)."""
+    column = ident(name)
     if name not in plan.not_null:
         return column
     # Checked in the tasks while writing; no pass over the data on the driver.
-    failure = F.raise_error(F.lit(f"column '{name}' is NOT NULL in the table but the data has "
-                                  "a null"))
-    return F.when(column.isNull(), failure).otherwise(column).alias(name)
+    failure = sql_string(f"column '{name}' is NOT NULL in the table but the data has a null")
+    return f"CASE WHEN {column} IS NULL THEN raise_error({failure}) ELSE {column} END AS {column}"
 
 
 def _has_timestamp(data_type: T.DataType) -> bool:

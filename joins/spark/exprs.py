@@ -21,6 +21,11 @@ def ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def sql_string(text: str) -> str:
+    """`text` as a SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def count_if(cond: Column | str) -> Column:
     """How many rows satisfy `cond` (0 over no rows); a string is a SQL condition."""
     from pyspark.sql import functions as F

@@ -98,10 +98,10 @@ class Decision:
     @property
     def to_join(self) -> DataFrame:
         """Stream columns + TABLE_KEY, EMIT_SEQ, LATE: the records joined in this batch."""
-        from pyspark.sql import functions as F
+        from joins.spark.exprs import ident
 
-        return self.decided.where(F.col(FATE) == JOIN_FATE).select(
-            *self.stream_cols, TABLE_KEY, EMIT_SEQ, LATE)
+        return self.decided.where(f"{FATE} = '{JOIN_FATE}'").selectExpr(
+            *(ident(c) for c in (*self.stream_cols, TABLE_KEY, EMIT_SEQ, LATE)))
 
     @property
     def quarantine(self) -> DataFrame | None:
@@ -118,11 +118,12 @@ class Decision:
     @property
     def buffer_after(self) -> DataFrame | None:
         """Stream columns: what stays buffered (None without grace)."""
-        from pyspark.sql import functions as F
+        from joins.spark.exprs import ident
 
         if self.grace_ms is None:
             return None
-        staying = self.decided.where(F.col(FATE) == KEEP_FATE).select(*self.stream_cols)
+        staying = self.decided.where(f"{FATE} = '{KEEP_FATE}'").selectExpr(
+            *(ident(c) for c in self.stream_cols))
         if self.kept_buffer is None:
             return staying
         return self.kept_buffer.select(*self.stream_cols).unionByName(staying)

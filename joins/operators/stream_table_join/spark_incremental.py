@@ -57,7 +57,7 @@ from joins.operators.stream_table_join.table_side import (
     lookup_table,
     table_value_name,
 )
-from joins.spark.exprs import count_if
+from joins.spark.exprs import count_if, ident
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -148,18 +148,19 @@ class StreamTableJoinStep:
         from pyspark.sql import functions as F
 
         spec, cols, bid = self.spec, self.cols, ctx.batch_id
-        joined = side.lookups
-        matched = F.col(VALID_FROM).isNotNull()
-        beyond = F.lit(False)
+        # SQL text: a few JVM calls for the whole projection (joins.spark.exprs).
+        matched = f"{VALID_FROM} IS NOT NULL"
+        beyond = "false"
         if spec.table.versioned and side.stream_time is not None:
-            retention = spec.table.retention_ms
-            beyond = F.col(TABLE_KEY).isNotNull() & (F.col(cols.ts) < F.lit(side.stream_time - retention))
-        emitted = matched if spec.join == "inner" else F.lit(True)
-        columns = [*stream_cols, *(table_value_name(c) for c in side.value_cols), VALID_FROM,
-                   EMIT_SEQ, LATE, F.lit(bid).cast("long").alias(BATCH_ID)]
-        output = Written(joined, derive=lambda df: df.where(emitted).select(*columns), metrics={
-            "looked_up": F.count(F.lit(1)), "matched": count_if(matched),
-            "late_joined": count_if(F.col(LATE)), "beyond": count_if(beyond)})
+            bound = side.stream_time - spec.table.retention_ms
+            beyond = f"{TABLE_KEY} IS NOT NULL AND {ident(cols.ts)} < CAST({bound} AS BIGINT)"
+        columns = [*(ident(c) for c in stream_cols),
+                   *(ident(table_value_name(c)) for c in side.value_cols), VALID_FROM,
+                   EMIT_SEQ, LATE, f"CAST({bid} AS BIGINT) AS {BATCH_ID}"]
+        emitted = matched if spec.join == "inner" else "true"
+        output = Written(side.lookups, derive=lambda df: df.where(emitted).selectExpr(*columns),
+                         metrics={"looked_up": F.expr("count(1)"), "matched": count_if(matched),
+                                  "late_joined": count_if(LATE), "beyond": count_if(beyond)})
         quarantine = None
         if decision.quarantine is not None and int(stats[LATE_CLASS] or 0):
             quarantine = Written(decision.quarantine.withColumn(BATCH_ID, F.lit(bid).cast("long")))
