@@ -41,7 +41,7 @@ from joins.lake.table import open_snapshot
 from joins.spark.exprs import ident
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 
 _URI_PREFIX = r"^[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?"
 _FILE_KEY = "__tj_file"
@@ -87,10 +87,10 @@ def scan_files(spark: SparkSession, loc: TableLocation, schema: T.StructType,
     data_schema = T.StructType([f for f in schema.fields if f.name not in partition_by])
     paths = [loc.spark_path(f.path) for f in files]
     if not partition_by:
-        frame = spark.read.schema(data_schema).parquet(*paths)
+        frame = _parquet(spark.read.schema(data_schema), paths)
     elif hive_layout(files, schema, partition_by):
         full = T.StructType(list(data_schema.fields) + [schema[p] for p in partition_by])
-        frame = spark.read.schema(full).option("basePath", loc.spark_path()).parquet(*paths)
+        frame = _parquet(spark.read.schema(full).option("basePath", loc.spark_path()), paths)
     else:
         if origin:
             raise UnsupportedTableError(f"{loc}: the table's files are not laid out as col=value "
@@ -101,6 +101,21 @@ def scan_files(spark: SparkSession, loc: TableLocation, schema: T.StructType,
             .withColumn(ORIGIN_ROW, F.col("_metadata.row_index"))
     # selectExpr: one JVM call per name (a Column costs three).
     return frame.selectExpr(*(ident(c) for c in [*wanted, *extra]))
+
+
+def _parquet(reader: DataFrameReader, paths: list[str]) -> DataFrame:
+    """`reader.parquet(*paths)`. py4j hands a Python list to the JVM one element per call, so a
+    table of thousands of files would cost thousands of round trips on every read: in classic
+    PySpark the paths go as one string, split in the JVM."""
+    from pyspark.sql import DataFrame as _DataFrame
+
+    from joins.spark.connect import is_connect
+
+    spark = reader._spark  # type: ignore[attr-defined]
+    if is_connect(spark) or len(paths) < 4 or any("\n" in p for p in paths):
+        return reader.parquet(*paths)
+    split = spark.sparkContext._jvm.java.util.regex.Pattern.compile("\n").split("\n".join(paths))
+    return _DataFrame(reader._jreader.parquet(split), spark)  # type: ignore[attr-defined]
 
 
 def _decoded_file() -> Column:

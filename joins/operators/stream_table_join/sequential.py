@@ -71,7 +71,10 @@ def max_eligible_metric(ts: str) -> Column:
     stream time after it (late records never raise it)."""
     from pyspark.sql import functions as F
 
-    return F.max(F.when(F.col(CLASS).isin(*ELIGIBLE), F.col(ts)))
+    from joins.spark.exprs import ident
+
+    eligible = ", ".join(f"'{c}'" for c in ELIGIBLE)
+    return F.expr(f"max(CASE WHEN {CLASS} IN ({eligible}) THEN {ident(ts)} END)")
 
 
 def decide_in_one_task(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
@@ -79,13 +82,14 @@ def decide_in_one_task(new: DataFrame, buffer: DataFrame | None, spec: StreamTab
                        stream_time_before: int | None) -> DataFrame:
     """The decided frame (see the module docstring) of `new` and `buffer` (both hold
     `stream_cols` plus TABLE_KEY). Lazy: the caller materializes it once."""
-    from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    carried = [*stream_cols, TABLE_KEY]
-    rows = new.select(*carried, F.lit(False).alias(_BUFFERED))
+    from joins.spark.exprs import ident
+
+    carried = [ident(c) for c in (*stream_cols, TABLE_KEY)]
+    rows = new.selectExpr(*carried, f"false AS {_BUFFERED}")
     if buffer is not None:
-        rows = rows.unionByName(buffer.select(*carried, F.lit(True).alias(_BUFFERED)))
+        rows = rows.unionByName(buffer.selectExpr(*carried, f"true AS {_BUFFERED}"))
     schema = T.StructType([*(f for f in rows.schema.fields if f.name != _BUFFERED),
                            T.StructField(CLASS, T.StringType()),
                            T.StructField(P_BEFORE, T.LongType()),
