@@ -125,10 +125,9 @@ class FkJoinStep:
         schemas = {}
         for side in SIDES:
             schema = schemas[side] = ctx.schema(side)
-            probe = ctx.spark.createDataFrame([], schema)
             need = self.cols.left_input_columns() if side == "left" else [
                 *self.cols.right.bookkeeping(), *self.cols.right_values]
-            require(probe, need, who=OPERATOR, what=f"the {side} input {ctx.source_path(side)!r}")
+            require(schema, need, who=OPERATOR, what=f"the {side} input {ctx.source_path(side)!r}")
             types[side] = value_type(schema, side, self.cols)  # type: ignore[arg-type]
         fk_type = schemas["left"][self.cols.foreign_key].dataType
         key_type = schemas["right"][self.cols.right.key].dataType

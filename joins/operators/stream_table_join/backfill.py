@@ -141,7 +141,7 @@ class StreamTableBatchForm:
         lookups = marked.where(~F.col("_held") & F.col("_skip").isNull()).select(
             *stream_cols, TABLE_KEY).localCheckpoint()
         table_schema = ctx.sources["table"].schema(spark, table_version)
-        table_values = cols.resolve_table_values(spark.createDataFrame([], table_schema))
+        table_values = cols.resolve_table_values(table_schema)
         value_types = {c: table_schema[c].dataType.simpleString() for c in table_values}
         versions = ctx.sources["table"].snapshot(spark, table_version)
         joined = versioned_lookup(lookups, versions, cols=cols, value_cols=table_values,

@@ -14,10 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from joins.changelog.columns import column_names
+from joins.changelog.columns import require as changelog_require
 from joins.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
     from joins.operators.stream_table_join.spec import StreamTableJoinSpec
 
@@ -58,15 +61,16 @@ class JoinColumns:
     def stream_reserved(self) -> set[str]:
         return {self.key, self.ts, self.event_date, self.seq}
 
-    def resolve_stream_values(self, stream: DataFrame) -> tuple[str, ...]:
+    def resolve_stream_values(self, stream: DataFrame | StructType) -> tuple[str, ...]:
+        names = column_names(stream)
         if self.stream_values is not None:
-            missing = [c for c in self.stream_values if c not in stream.columns]
+            missing = [c for c in self.stream_values if c not in names]
             if missing:
                 raise ConfigError(f"{OPERATOR}: stream source lacks value column(s) {missing} "
-                                  f"(has {stream.columns})")
+                                  f"(has {names})")
             return self.stream_values
         reserved = self.stream_reserved()
-        return tuple(c for c in stream.columns
+        return tuple(c for c in names
                      if c not in reserved and not c.startswith("_") and c not in TABLE_BOOKKEEPING)
 
     def lookup_key_column(self, spec: StreamTableJoinSpec) -> str:
@@ -74,20 +78,18 @@ class JoinColumns:
             return self.table_key_column
         return spec.table_key if spec.table_key is not None else self.key
 
-    def resolve_table_values(self, table: DataFrame) -> tuple[str, ...]:
+    def resolve_table_values(self, table: DataFrame | StructType) -> tuple[str, ...]:
+        names = column_names(table)
         if self.table_values is not None:
-            missing = [c for c in self.table_values if c not in table.columns]
+            missing = [c for c in self.table_values if c not in names]
             if missing:
                 raise ConfigError(f"{OPERATOR}: table source lacks value column(s) {missing} "
-                                  f"(has {table.columns})")
+                                  f"(has {names})")
             return self.table_values
         reserved = {self.table_key, self.table_ts, self.tombstone, self.table_arrival}
-        return tuple(c for c in table.columns
+        return tuple(c for c in names
                      if c not in reserved and c not in TABLE_BOOKKEEPING and not c.startswith("_"))
 
 
-def require(df: DataFrame, columns: list[str], *, what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ConfigError(f"{OPERATOR}: {what} lacks column(s) {', '.join(map(repr, missing))} "
-                          f"(has {', '.join(df.columns)})")
+def require(rows: DataFrame | StructType, columns: list[str], *, what: str) -> None:
+    changelog_require(rows, columns, who=OPERATOR, what=what)

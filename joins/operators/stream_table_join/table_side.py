@@ -145,13 +145,12 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
     """Look `to_join` up in the table as the batch leaves it: the versioned table at the
     plan's pinned version, or the keyed state plus the batch's own changelog rows."""
     schema = ctx.schema("table")
-    probe = ctx.spark.createDataFrame([], schema)
-    value_cols = cols.resolve_table_values(probe)
+    value_cols = cols.resolve_table_values(schema)
     value_types = {c: schema[c].dataType.simpleString() for c in value_cols}
     where = f"table_source {ctx.source_path('table')!r}"
     stats = ctx.change_stats("table")
     if spec.table.versioned:
-        require(probe, [cols.table_key, cols.table_ts, cols.tombstone, SEQ_BATCH, SEQ_ARRIVAL],
+        require(schema, [cols.table_key, cols.table_ts, cols.tombstone, SEQ_BATCH, SEQ_ARRIVAL],
                 what=f"versioned {where}")
         rows_in, stream_time = _versioned_summary(ctx, cols, stats)
         retention = table_retention(spec, ctx.source_path("table"))
@@ -159,7 +158,7 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
                                    value_types=value_types, history_retention_ms=retention,
                                    table_stream_time=stream_time, strategy=strategy)
         return TableSide(rows_in, stream_time, value_cols, lookups, None)
-    require(probe, [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival],
+    require(schema, [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival],
             what=f"unversioned {where}")
     keep = [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival, *value_cols]
     combined = ctx.state(UNVERSIONED_TABLE, columns=keep)

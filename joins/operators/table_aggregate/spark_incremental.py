@@ -74,7 +74,7 @@ class TableAggregateStep:
 
         cols, spec, key = self.cols, self.spec, self.cols.key
         schema = ctx.schema("table")
-        require(ctx.spark.createDataFrame([], schema), [*cols.bookkeeping()], who=APP,
+        require(schema, [*cols.bookkeeping()], who=APP,
                 what=f"the input {ctx.source_path('table')!r}")
         retention = spec.retention_ms if spec.versioned else None
         clock = side_clock(ctx, "table", cols, before=ctx.carry.get(STREAM_TIME), retention_ms=retention)

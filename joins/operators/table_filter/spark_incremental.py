@@ -70,7 +70,7 @@ class TableFilterStep:
 
         cols, spec = self.cols, self.spec
         schema = ctx.schema("table")
-        require(ctx.spark.createDataFrame([], schema), [*cols.bookkeeping(), *self.values.value_columns],
+        require(schema, [*cols.bookkeeping(), *self.values.value_columns],
                 who=APP, what=f"the input {ctx.source_path('table')!r}")
         vtype = value_struct(schema, self.values.value_columns)
         retention = spec.retention_ms if spec.versioned else None

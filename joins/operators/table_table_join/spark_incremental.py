@@ -95,8 +95,7 @@ class TableTableJoinStep:
         for side in SIDES:
             schema = ctx.schema(side)
             c = self.cols.changelog(side)
-            probe = ctx.spark.createDataFrame([], schema)
-            require(probe, [*c.bookkeeping(), *self.cols.values(side)], who=OPERATOR,
+            require(schema, [*c.bookkeeping(), *self.cols.values(side)], who=OPERATOR,
                     what=f"the {side} input {ctx.source_path(side)!r}")
             types[side] = value_struct(schema, self.cols.values(side))
         return types
