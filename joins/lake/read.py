@@ -87,10 +87,11 @@ def scan_files(spark: SparkSession, loc: TableLocation, schema: T.StructType,
     data_schema = T.StructType([f for f in schema.fields if f.name not in partition_by])
     paths = [loc.spark_path(f.path) for f in files]
     if not partition_by:
-        frame = _parquet(spark.read.schema(data_schema), paths)
+        frame = _parquet(spark, spark.read.schema(data_schema), paths)
     elif hive_layout(files, schema, partition_by):
         full = T.StructType(list(data_schema.fields) + [schema[p] for p in partition_by])
-        frame = _parquet(spark.read.schema(full).option("basePath", loc.spark_path()), paths)
+        frame = _parquet(spark, spark.read.schema(full).option("basePath", loc.spark_path()),
+                         paths)
     else:
         if origin:
             raise UnsupportedTableError(f"{loc}: the table's files are not laid out as col=value "
@@ -103,7 +104,7 @@ def scan_files(spark: SparkSession, loc: TableLocation, schema: T.StructType,
     return frame.selectExpr(*(ident(c) for c in [*wanted, *extra]))
 
 
-def _parquet(reader: DataFrameReader, paths: list[str]) -> DataFrame:
+def _parquet(spark: SparkSession, reader: DataFrameReader, paths: list[str]) -> DataFrame:
     """`reader.parquet(*paths)`. py4j hands a Python list to the JVM one element per call, so a
     table of thousands of files would cost thousands of round trips on every read: in classic
     PySpark the paths go as one string, split in the JVM."""
@@ -111,7 +112,6 @@ def _parquet(reader: DataFrameReader, paths: list[str]) -> DataFrame:
 
     from joins.spark.connect import is_connect
 
-    spark = reader._spark  # type: ignore[attr-defined]
     if is_connect(spark) or len(paths) < 4 or any("\n" in p for p in paths):
         return reader.parquet(*paths)
     split = spark.sparkContext._jvm.java.util.regex.Pattern.compile("\n").split("\n".join(paths))
