@@ -558,3 +558,27 @@ def test_stream_time_from_statistics_only_when_no_record_is_skipped() -> None:
     assert isinstance(max_ts_if_no_nulls(None, **ask), Unknown)
     assert max_ts_if_no_nulls(ChangeStats(rows=0, files=0), **ask) is None
     assert max_ts_if_no_nulls(stats(ts=0, k=0), ts="ts", some_of=[], all_of=[]) == 17
+
+
+def test_a_stream_record_without_ts_is_named_not_decided(spark: Any, tmp_path: Path) -> None:
+    """A batch decided in one task fails on a stream record with a null ts with the engine's
+    error naming the record and the field (stream time and lateness are undefined without it);
+    nothing of the batch is committed."""
+    from pyspark.sql import functions as F
+
+    from joins import lake
+    from joins.errors import InputRecordError
+
+    spec = spec_of({"join": "left", "table": {"versioned": True, "history_retention_ms": 100},
+                    "grace_ms": 2})
+    replay = ReplayLake(spark, spec, str(tmp_path))
+    replay.land(records_of([{"side": "table", "key": "k", "value": "a", "ts": 0},
+                            {"side": "stream", "key": "k", "value": "x", "ts": 10}]), 1)
+    rows = lake.read_delta(spark, replay.stream_source)
+    lake.write_delta(rows.withColumn("ts", F.lit(None).cast("long"))
+                     .withColumn("_seq", F.col("_seq") + 100),
+                     replay.stream_source, mode="append", partition_by=["event_date"])
+    with pytest.raises(InputRecordError, match="null ts") as caught:
+        replay.run()
+    assert caught.value.field == "ts" and caught.value.record == {"_seq": 101, "ts": None}
+    assert lake.delta_version(replay.paths.output) is None

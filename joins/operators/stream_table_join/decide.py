@@ -32,6 +32,7 @@ from joins.operators.stream_table_join.sequential import (
     decide_in_one_task,
     fits,
     max_eligible_metric,
+    null_ts_error,
     sequential_decision,
 )
 
@@ -75,7 +76,14 @@ class Decider:
                                            value_cols=self.value_cols, ts=self.ts, seq=self.seq,
                                            stream_time_before=before)
                 metrics = {**decision_metrics(self.ts), MAX_ELIGIBLE: max_eligible_metric(self.ts)}
-                decided, counts = ctx.checkpoint_counted(frame, metrics, f"{self.name}_decide")
+                try:
+                    decided, counts = ctx.checkpoint_counted(frame, metrics, f"{self.name}_decide")
+                except Exception as exc:
+                    found = null_ts_error(exc, ts=self.ts, seq=self.seq,
+                                          source=f"stream_source {ctx.source_path('stream')!r}")
+                    if found is None:
+                        raise
+                    raise found from None
             decision = sequential_decision(decided, counts, self.spec, stream_cols=self.stream_cols,
                                            ts=self.ts, stream_time_before=before)
             return BatchDecision(decision, counts, lambda: None)

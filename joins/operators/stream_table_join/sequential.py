@@ -17,10 +17,12 @@ after the batch (`Decision.kept_buffer` is None), so the buffer is read once, he
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from joins.errors import InputRecordError
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
 from joins.operators.stream_table_join.grace import (
     CLASS,
@@ -51,6 +53,8 @@ SEQUENTIAL_MAX_ROWS = 200_000
 
 MAX_ELIGIBLE = "max_eligible_ts"  # the metric that gives the stream time after the batch
 _BUFFERED = "_buffered"
+# What the task's failure on a record without a ts carries, for `null_ts_error` to find.
+_NULL_TS = re.compile(r"stream-table-null-ts:(\d+)")
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,16 @@ def decide_in_one_task(new: DataFrame, buffer: DataFrame | None, spec: StreamTab
                      value_cols=tuple(value_cols), ts=ts, seq=seq,
                      stream_time_before=stream_time_before)
     return rows.coalesce(1).mapInArrow(kernel, schema)
+
+
+def null_ts_error(exc: BaseException, *, ts: str, seq: str, source: str) -> InputRecordError | None:
+    """The InputRecordError of a task that met a stream record without a ts, or None."""
+    match = _NULL_TS.search(str(exc))
+    if match is None:
+        return None
+    return InputRecordError(f"the stream record with {seq} = {match.group(1)} has a null {ts}; "
+                            f"a stream record needs its event time", field=ts, source=source,
+                            record={seq: int(match.group(1)), ts: None})
 
 
 def sequential_decision(decided: DataFrame, metrics: dict[str, Any], spec: StreamTableJoinSpec,
@@ -169,6 +183,11 @@ def decide_rows(table: pa.Table, *, grace_ms: int | None, late_fate: str | None,
                 grace.put(_Arrival(ts_of[r], seq_of[r], r), None)
                 fate[r] = KEEP_FATE
     stream_time = stream_time_before
+    for r in range(n):
+        if ts_of[r] is None and not (value_null[r] or (inner and key_null[r])):
+            # Stream time and lateness are undefined without a ts (the reference's record model
+            # requires one): the step names the record instead of guessing.
+            raise ValueError(f"stream-table-null-ts:{seq_of[r]} (a stream record has no ts)")
     for r in sorted((r for r in range(n) if not buffered[r]), key=seq_of.__getitem__):
         p_before[r] = stream_time
         if value_null[r]:
