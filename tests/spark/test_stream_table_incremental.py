@@ -560,10 +560,12 @@ def test_stream_time_from_statistics_only_when_no_record_is_skipped() -> None:
     assert max_ts_if_no_nulls(stats(ts=0, k=0), ts="ts", some_of=[], all_of=[]) == 17
 
 
-def test_a_stream_record_without_ts_is_named_not_decided(spark: Any, tmp_path: Path) -> None:
-    """A batch decided in one task fails on a stream record with a null ts with the engine's
-    error naming the record and the field (stream time and lateness are undefined without it);
-    nothing of the batch is committed."""
+@DECIDERS
+def test_a_stream_record_without_ts_is_named_not_decided(spark: Any, tmp_path: Path,
+                                                         sequential_max_rows: int) -> None:
+    """A batch fails on a stream record with a null ts with the engine's error naming the record
+    and the field (stream time and lateness are undefined without it), whichever way it is
+    decided; nothing of the batch is committed. (The set-wise path used to drop it silently.)"""
     from pyspark.sql import functions as F
 
     from joins import lake
@@ -579,6 +581,6 @@ def test_a_stream_record_without_ts_is_named_not_decided(spark: Any, tmp_path: P
                      .withColumn("_seq", F.col("_seq") + 100),
                      replay.stream_source, mode="append", partition_by=["event_date"])
     with pytest.raises(InputRecordError, match="null ts") as caught:
-        replay.run()
+        replay.run(sequential_max_rows=sequential_max_rows)
     assert caught.value.field == "ts" and caught.value.record == {"_seq": 101, "ts": None}
     assert lake.delta_version(replay.paths.output) is None

@@ -19,6 +19,7 @@ from joins.operators.stream_table_join.grace import (
     CLASS,
     DEFAULT_BLOCK_ROWS,
     ELIGIBLE,
+    NULL_TS_SEQ,
     Decision,
     decision_metrics,
     resolve,
@@ -33,6 +34,7 @@ from joins.operators.stream_table_join.sequential import (
     fits,
     max_eligible_metric,
     null_ts_error,
+    null_ts_record,
     sequential_decision,
 )
 
@@ -75,7 +77,8 @@ class Decider:
                 frame = decide_in_one_task(new, buffer, self.spec, stream_cols=self.stream_cols,
                                            value_cols=self.value_cols, ts=self.ts, seq=self.seq,
                                            stream_time_before=before)
-                metrics = {**decision_metrics(self.ts), MAX_ELIGIBLE: max_eligible_metric(self.ts)}
+                metrics = {**decision_metrics(self.ts, self.seq),
+                           MAX_ELIGIBLE: max_eligible_metric(self.ts)}
                 try:
                     decided, counts = ctx.checkpoint_counted(frame, metrics, f"{self.name}_decide")
                 except Exception as exc:
@@ -123,8 +126,13 @@ class Decider:
             # One action decides the batch and counts it: the lookups read what is joined twice
             # (the keys that narrow the table's history, and the probe), the writes read the
             # quarantined and newly buffered records, and deciding evictions costs a shuffle.
-            decided, counts = ctx.checkpoint_counted(decision.decided, decision_metrics(self.ts),
-                                                     f"{self.name}_decide")
+            decided, counts = ctx.checkpoint_counted(
+                decision.decided, decision_metrics(self.ts, self.seq), f"{self.name}_decide")
+        if counts.get(NULL_TS_SEQ) is not None:
+            classified.unpersist()
+            new.unpersist()
+            raise null_ts_record(int(counts[NULL_TS_SEQ]), ts=self.ts, seq=self.seq,
+                                 source=f"stream_source {ctx.source_path('stream')!r}")
 
         def release() -> None:
             classified.unpersist()

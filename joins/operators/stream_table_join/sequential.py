@@ -110,11 +110,16 @@ def decide_in_one_task(new: DataFrame, buffer: DataFrame | None, spec: StreamTab
 def null_ts_error(exc: BaseException, *, ts: str, seq: str, source: str) -> InputRecordError | None:
     """The InputRecordError of a task that met a stream record without a ts, or None."""
     match = _NULL_TS.search(str(exc))
-    if match is None:
-        return None
-    return InputRecordError(f"the stream record with {seq} = {match.group(1)} has a null {ts}; "
+    return None if match is None else null_ts_record(int(match.group(1)), ts=ts, seq=seq,
+                                                      source=source)
+
+
+def null_ts_record(arrival: int, *, ts: str, seq: str, source: str) -> InputRecordError:
+    """The error for the stream record `arrival` (its `seq`) that has no ts: both ways of
+    deciding a batch refuse it (stream time and lateness are undefined without it)."""
+    return InputRecordError(f"the stream record with {seq} = {arrival} has a null {ts}; "
                             f"a stream record needs its event time", field=ts, source=source,
-                            record={seq: int(match.group(1)), ts: None})
+                            record={seq: arrival, ts: None})
 
 
 def sequential_decision(decided: DataFrame, metrics: dict[str, Any], spec: StreamTableJoinSpec,
