@@ -26,11 +26,10 @@ from joins.operators.stream_table_join.grace import decide
 from joins.operators.stream_table_join.late import late_reason, late_reason_text
 from joins.operators.stream_table_join.prefix import MAX_BLOCKS, P_BEFORE, prefix_stream_time
 from joins.operators.stream_table_join.reference import GraceBuffer, StreamTableJoinProcessor
+from joins.operators.stream_table_join.report import MAX_ELIGIBLE, max_eligible_metric
 from joins.operators.stream_table_join.sequential import (
-    MAX_ELIGIBLE,
     SEQUENTIAL_MAX_ROWS,
     decide_in_one_task,
-    max_eligible_metric,
     sequential_decision,
 )
 from joins.operators.stream_table_join.spark_replay import ReplayLake, spark_replay

@@ -16,23 +16,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from joins.operators.stream_table_join.grace import (
-    CLASS,
     DEFAULT_BLOCK_ROWS,
-    ELIGIBLE,
-    NULL_TS_SEQ,
     Decision,
-    decision_metrics,
     resolve,
     scan_batch,
     single_block_blocks,
 )
 from joins.operators.stream_table_join.prefix import Unknown, max_ts_if_no_nulls
+from joins.operators.stream_table_join.report import (
+    NULL_TS_SEQ,
+    decision_metrics,
+    max_eligible_metric,
+)
 from joins.operators.stream_table_join.sequential import (
-    MAX_ELIGIBLE,
     SEQUENTIAL_MAX_ROWS,
     decide_in_one_task,
     fits,
-    max_eligible_metric,
     null_ts_error,
     null_ts_record,
     sequential_decision,
@@ -77,8 +76,7 @@ class Decider:
                 frame = decide_in_one_task(new, buffer, self.spec, stream_cols=self.stream_cols,
                                            value_cols=self.value_cols, ts=self.ts, seq=self.seq,
                                            stream_time_before=before)
-                metrics = {**decision_metrics(self.ts, self.seq),
-                           MAX_ELIGIBLE: max_eligible_metric(self.ts)}
+                metrics = decision_metrics(self.ts, self.seq)
                 try:
                     decided, counts = ctx.checkpoint_counted(frame, metrics, f"{self.name}_decide")
                 except Exception as exc:
@@ -144,9 +142,6 @@ class Decider:
 def _max_eligible(classified: DataFrame, ts: str) -> int | None:
     """The largest ts of the records that are not skipped (late ones included: their ts is
     below stream time, so they never raise it)."""
-    from pyspark.sql import functions as F
-
-    eligible = F.col(CLASS).isin(*ELIGIBLE)
-    row = classified.agg(F.max(F.when(eligible, F.col(ts))).alias("m")).first()
+    row = classified.agg(max_eligible_metric(ts).alias("m")).first()
     assert row is not None
     return None if row["m"] is None else int(row["m"])

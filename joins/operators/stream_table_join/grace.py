@@ -61,9 +61,9 @@ SKIPPED_NULL_KEY = "skipped_null_key"
 LATE_CLASS = "late"
 PUT = "put"          # put into the grace buffer
 JOINED = "joined"    # no grace: joined on arrival
-_CLASSES = (SKIPPED_NULL_VALUE, SKIPPED_NULL_KEY, LATE_CLASS, PUT, JOINED)
-ELIGIBLE = (PUT, JOINED, LATE_CLASS)
-NULL_TS_SEQ = "null_ts_seq"  # not skipped: these see (and may move) stream time
+CLASSES = (SKIPPED_NULL_VALUE, SKIPPED_NULL_KEY, LATE_CLASS, PUT, JOINED)
+ELIGIBLE = (PUT, JOINED, LATE_CLASS)  # not skipped: these see (and may move) stream time
+ELIGIBLE_SQL = f"{CLASS} IN ({', '.join(repr(c) for c in ELIGIBLE)})"
 
 _MIN_LONG = -(1 << 63)
 
@@ -128,24 +128,6 @@ class Decision:
         if self.kept_buffer is None:
             return staying
         return self.kept_buffer.select(*self.stream_cols).unionByName(staying)
-
-
-def decision_metrics(ts: str, seq: str) -> dict[str, Column]:
-    """A batch's counts over `Decision.decided`'s new records: `n`, one per class, the
-    lateness of the records that were not skipped (`report.lateness_columns`), and NULL_TS_SEQ:
-    the first record not skipped that has no ts (the step refuses it, naming it)."""
-    from pyspark.sql import functions as F
-
-    from joins.operators.stream_table_join.report import lateness_columns
-    from joins.spark.exprs import count_if, ident
-
-    eligible = f"{CLASS} IN ({', '.join(repr(c) for c in ELIGIBLE)})"
-    metrics = {"n": F.expr(f"count({CLASS})")}  # buffered records have no class
-    metrics.update({c: count_if(f"{CLASS} = {c!r}") for c in _CLASSES})
-    metrics.update(lateness_columns(f"greatest({P_BEFORE} - {ident(ts)}, 0)", eligible))
-    metrics[NULL_TS_SEQ] = F.expr(f"min(CASE WHEN {ident(ts)} IS NULL AND {eligible} "
-                                  f"THEN {ident(seq)} END)")
-    return metrics
 
 
 def classify(new: DataFrame, spec: StreamTableJoinSpec, *, value_cols: list[str]) -> Column:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from joins.spark.exprs import count_if
+from joins.spark.exprs import count_if, ident
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -143,3 +143,33 @@ def lateness_markdown(lat: LatenessStats) -> str:
         bar = "█" * (round(20 * n / peak) if peak else 0)
         lines.append(f"| {label} | {n} | {bar} |")
     return "\n".join(lines)
+
+
+# Metrics of a decision beyond the counts: its stream time after the batch (with the stream
+# time before it), and the first record not skipped that has no ts (the step refuses it).
+MAX_ELIGIBLE, NULL_TS_SEQ = "max_eligible_ts", "null_ts_seq"
+
+
+def max_eligible_metric(ts: str) -> Column:
+    """The largest ts of the records not skipped (late records never raise stream time)."""
+    from pyspark.sql import functions as F
+
+    from joins.operators.stream_table_join.grace import ELIGIBLE_SQL
+
+    return F.expr(f"max(CASE WHEN {ELIGIBLE_SQL} THEN {ident(ts)} END)")
+
+
+def decision_metrics(ts: str, seq: str) -> dict[str, Column]:
+    """A batch's counts over `Decision.decided`'s new records: `n`, one per class, the
+    lateness of the records that were not skipped, MAX_ELIGIBLE and NULL_TS_SEQ."""
+    from pyspark.sql import functions as F
+
+    from joins.operators.stream_table_join.grace import CLASS, CLASSES, ELIGIBLE_SQL, P_BEFORE
+
+    metrics = {"n": F.expr(f"count({CLASS})")}  # buffered records have no class
+    metrics.update({c: count_if(f"{CLASS} = {c!r}") for c in CLASSES})
+    metrics.update(lateness_columns(f"greatest({P_BEFORE} - {ident(ts)}, 0)", ELIGIBLE_SQL))
+    metrics[MAX_ELIGIBLE] = max_eligible_metric(ts)
+    metrics[NULL_TS_SEQ] = F.expr(f"min(CASE WHEN {ident(ts)} IS NULL AND {ELIGIBLE_SQL} "
+                                  f"THEN {ident(seq)} END)")
+    return metrics

@@ -26,7 +26,6 @@ from joins.errors import InputRecordError
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
 from joins.operators.stream_table_join.grace import (
     CLASS,
-    ELIGIBLE,
     FATE,
     JOIN_FATE,
     JOINED,
@@ -39,10 +38,11 @@ from joins.operators.stream_table_join.grace import (
     Decision,
 )
 from joins.operators.stream_table_join.prefix import P_BEFORE, max_opt
+from joins.operators.stream_table_join.report import MAX_ELIGIBLE
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
     from joins.operators.stream_table_join.spec import StreamTableJoinSpec
 
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 # set-wise path's fixed cost is about half a second (measured in bench/incremental_step.py).
 SEQUENTIAL_MAX_ROWS = 200_000
 
-MAX_ELIGIBLE = "max_eligible_ts"  # the metric that gives the stream time after the batch
 _BUFFERED = "_buffered"
 # What the task's failure on a record without a ts carries, for `null_ts_error` to find.
 _NULL_TS = re.compile(r"stream-table-null-ts:(\d+)")
@@ -68,17 +67,6 @@ def fits(new_rows: int | None, buffered: int, limit: int = SEQUENTIAL_MAX_ROWS) 
     """Whether a batch of `new_rows` (None: not known before reading it) and a buffer of
     `buffered` records is decided in one task."""
     return new_rows is not None and new_rows + buffered <= limit
-
-
-def max_eligible_metric(ts: str) -> Column:
-    """The largest ts of the records not skipped: with the stream time before the batch, the
-    stream time after it (late records never raise it)."""
-    from pyspark.sql import functions as F
-
-    from joins.spark.exprs import ident
-
-    eligible = ", ".join(f"'{c}'" for c in ELIGIBLE)
-    return F.expr(f"max(CASE WHEN {CLASS} IN ({eligible}) THEN {ident(ts)} END)")
 
 
 def decide_in_one_task(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
