@@ -12,7 +12,9 @@ the table never answers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from joins.asof.errors import duplicate_version, engine_error, jvm_template, null_ts
 from joins.asof.plan import RESERVED_PREFIX, AsOfPlan, saturate
@@ -20,18 +22,19 @@ from joins.spark.exprs import ident
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
 _HASHED = f"{RESERVED_PREFIX}hashed_key"
 _KEY_COPY = f"{RESERVED_PREFIX}key"
 
 
-def index_unusable(plan: AsOfPlan, stream: DataFrame, table: DataFrame) -> str | None:
-    """Why the JVM index cannot run this join, or None when it can."""
+def index_unusable(plan: AsOfPlan, stream: DataFrame, table: StructType) -> str | None:
+    """Why the JVM index cannot run this join (`table`: the table's schema), or None when it can."""
     from joins.spark import jvm
 
     if not plan.integral_keys:
         stream_key = stream.schema[plan.lookup_key].dataType.simpleString()
-        table_key = table.schema[plan.table_key].dataType.simpleString()
+        table_key = table[plan.table_key].dataType.simpleString()
         if stream_key != table_key:
             # Other keys are hashed, and equal values of different types hash differently.
             return f"the stream key is {stream_key} and the table key {table_key}"
@@ -39,7 +42,7 @@ def index_unusable(plan: AsOfPlan, stream: DataFrame, table: DataFrame) -> str |
             # -0.0 = 0.0 and NaN = NaN in joins but not in a hash; maps have no hash at all.
             return f"the index cannot hash keys of type {table_key}"
     stream_type = stream.schema[plan.stream_ts].dataType.typeName()
-    table_type = table.schema[plan.table_ts].dataType.typeName()
+    table_type = table[plan.table_ts].dataType.typeName()
     if plan.ts_kind == "timestamp" and stream_type != table_type:
         # timestamp vs timestamp_ntz compare through the session time zone; the SQL plans do that.
         return f"the stream ts is {stream_type} and the table ts {table_type}"
@@ -51,18 +54,38 @@ def _with_hash(df: DataFrame, col: str) -> DataFrame:
     return df.selectExpr("*", f"CASE WHEN {c} IS NULL THEN NULL ELSE xxhash64({c}) END AS {_HASHED}")
 
 
-def index_join(plan: AsOfPlan, stream: DataFrame, table: DataFrame) -> DataFrame:
-    """The join through the index: the table is indexed now (one Spark job) and broadcast; the
-    probe stays lazy. A bad table record fails here, as InputRecordError; a hash collision as
-    HashCollision (the caller then uses a SQL plan)."""
-    from pyspark.sql import DataFrame as _DataFrame
+@dataclass(frozen=True)
+class IndexLayout:
+    """Where the index reads a (hashed, where the keys are not integers) table frame: the
+    positional arguments every JVM index build takes."""
 
-    from joins.spark import jvm
+    key: int
+    ts: int
+    tombstone: int
+    value_ords: list[int]
+    value_names: list[str]
+    key_check_field: int  # -1, or the value field holding the key itself (hashed keys)
 
-    spark = stream.sparkSession
-    if not plan.integral_keys:
-        stream, table = _with_hash(stream, plan.lookup_key), _with_hash(table, plan.table_key)
-    stream_cols, table_cols = stream.columns, table.columns
+    def args(self) -> tuple[Any, ...]:
+        return (self.key, self.ts, self.tombstone, self.value_ords, self.value_names)
+
+
+def prepared_table(plan: AsOfPlan, table: DataFrame) -> DataFrame:
+    """The table frame as the index reads it: with the key's hash where keys are not integers."""
+    return table if plan.integral_keys else _with_hash(table, plan.table_key)
+
+
+def prepared_schema(plan: AsOfPlan, table: StructType) -> StructType:
+    """The schema of `prepared_table` of a table with schema `table`."""
+    from pyspark.sql import types as T
+
+    if plan.integral_keys:
+        return table
+    return T.StructType([*table.fields, T.StructField(_HASHED, T.LongType())])
+
+
+def index_layout(plan: AsOfPlan, table_cols: list[str]) -> IndexLayout:
+    """The layout of a `prepared_table` with columns `table_cols`."""
     value_ords = [table_cols.index(c) for c in plan.value_cols]
     value_names = list(plan.value_cols)
     if plan.valid_from_col is not None:
@@ -74,25 +97,58 @@ def index_join(plan: AsOfPlan, stream: DataFrame, table: DataFrame) -> DataFrame
         value_ords.append(table_cols.index(plan.table_key))
         value_names.append(_KEY_COPY)
     index_key = _HASHED if not plan.integral_keys else plan.table_key
-    probe_key = _HASHED if not plan.integral_keys else plan.lookup_key
-    unit = plan.time_unit
-    retention = plan.history_retention_ms
-    stream_time = plan.table_stream_time
-    entry = jvm.entry(spark)
+    return IndexLayout(table_cols.index(index_key), table_cols.index(plan.table_ts),
+                       table_cols.index(plan.tombstone_col) if plan.tombstone_col else -1,
+                       value_ords, value_names, key_check_field)
+
+
+def bounds(plan: AsOfPlan) -> tuple[bool, int, bool, int]:
+    """(has retention, retention, has stream time, stream time) in the table ts's units."""
+    unit, retention, stream_time = plan.time_unit, plan.history_retention_ms, plan.table_stream_time
+    return (retention is not None, saturate((retention or 0) * unit),
+            stream_time is not None, saturate((stream_time or 0) * unit))
+
+
+def built(build: Callable[[], Any]) -> Any:
+    """build() (a JVM index build), its failures as the engine's errors."""
     try:
-        index = entry.index(
-            table._jdf, table_cols.index(index_key), table_cols.index(plan.table_ts),
-            table_cols.index(plan.tombstone_col) if plan.tombstone_col else -1, value_ords, value_names,
-            retention is not None, saturate((retention or 0) * unit),
-            stream_time is not None, saturate((stream_time or 0) * unit),
-            jvm_template(null_ts(plan, "table")), jvm_template(duplicate_version(plan)), key_check_field)
+        return build()
     except Exception as exc:
         error = engine_error(exc)
         if error is exc:
             raise
         raise error from None
-    joined = _DataFrame(entry.probe(
+
+
+def index_join(plan: AsOfPlan, stream: DataFrame, table: DataFrame) -> DataFrame:
+    """The join through the index: the table is indexed now (one Spark job) and broadcast; the
+    probe stays lazy. A bad table record fails here, as InputRecordError; a hash collision as
+    HashCollision (the caller then uses a SQL plan)."""
+    from joins.spark import jvm
+
+    table = prepared_table(plan, table)
+    layout = index_layout(plan, table.columns)
+    entry = jvm.entry(stream.sparkSession)
+    index = built(lambda: entry.index(
+        table._jdf, *layout.args(), *bounds(plan), jvm_template(null_ts(plan, "table")),
+        jvm_template(duplicate_version(plan)), layout.key_check_field))
+    return probe(plan, stream, index, layout)
+
+
+def probe(plan: AsOfPlan, stream: DataFrame, index: Any, layout: IndexLayout) -> DataFrame:
+    """Every stream row answered by `index` (a broadcast VersionIndex), lazily."""
+    from pyspark.sql import DataFrame as _DataFrame
+
+    from joins.spark import jvm
+
+    spark = stream.sparkSession
+    if not plan.integral_keys:
+        stream = _with_hash(stream, plan.lookup_key)
+    probe_key = _HASHED if not plan.integral_keys else plan.lookup_key
+    stream_cols = stream.columns
+    joined = _DataFrame(jvm.entry(spark).probe(
         stream._jdf, stream_cols.index(probe_key), stream_cols.index(plan.stream_ts), index,
         plan.how == "left", jvm_template(null_ts(plan, "stream")),
-        stream_cols.index(plan.lookup_key) if not plan.integral_keys else -1, key_check_field), spark)
+        stream_cols.index(plan.lookup_key) if not plan.integral_keys else -1,
+        layout.key_check_field), spark)
     return joined if plan.integral_keys else joined.drop(_HASHED, _KEY_COPY)

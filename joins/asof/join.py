@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from joins.asof.errors import HashCollision
+from joins.asof.held import HeldTable, held_index_join
 from joins.asof.index import index_join, index_unusable
 from joins.asof.plan import (
     DEFAULT_BROADCAST_MAX_BYTES,
@@ -98,7 +99,7 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
                     strategy=strategy)
     index_failed = False
     if strategy == "index":
-        reason = index_unusable(plan, stream, table)
+        reason = index_unusable(plan, stream, table.schema)
         if reason is not None:
             raise config_error("strategy", f"'index' cannot run here: {reason}; use 'auto', "
                                            "'broadcast' or 'shuffle'")
@@ -109,7 +110,7 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
     if strategy == "auto":
         size = _estimated_bytes(table)
         small = size is not None and size <= broadcast_max_bytes
-        if small and not index_failed and index_unusable(plan, stream, table) is None:
+        if small and not index_failed and index_unusable(plan, stream, table.schema) is None:
             try:
                 return index_join(plan, stream, table)
             except HashCollision:
@@ -119,6 +120,24 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
         broadcast = strategy == "broadcast"
     return run_sql(stream.sparkSession, {"stream": stream, "table": table},
                    lambda v: join_sql(plan, v["stream"], v["table"], broadcast=broadcast))
+
+
+def held_asof_join(stream: DataFrame, held: HeldTable, *, stream_key: str, stream_ts: str,
+                   table_key: str, table_ts: str, how: JoinHow = "inner",
+                   table_value_cols: Sequence[str] | None = None,
+                   history_retention_ms: int | None = None, table_stream_time: int | None = None,
+                   tombstone_col: str | None = None,
+                   valid_from_col: str | None = "table_valid_from") -> DataFrame | None:
+    """`asof_join` through a version index held from one call to the next (`joins.asof.held`):
+    the table is `held`'s (its history read only when nothing usable is held). None where the
+    index cannot run or the table is too large to hold: the caller joins another way. The same
+    answers as asof_join."""
+    plan = validate(stream.schema, held.schema, stream_key=stream_key, stream_ts=stream_ts,
+                    table_key=table_key, table_ts=table_ts, how=how, table_value_cols=table_value_cols,
+                    history_retention_ms=history_retention_ms, table_stream_time=table_stream_time,
+                    tombstone_col=tombstone_col, table_key_from=None, valid_from_col=valid_from_col,
+                    versions_per_bucket=DEFAULT_VERSIONS_PER_BUCKET, strategy="index")
+    return held_index_join(plan, stream, held)
 
 
 def versions_by_bucket(table: DataFrame, *, table_key: str, table_ts: str, tombstone_col: str | None = None,

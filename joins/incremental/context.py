@@ -73,6 +73,19 @@ class StepContext:
             return lake.ChangeStats(rows=0, files=0)
         return self.sources[role].change_stats(rng.first - 1, rng.last)
 
+    def identity(self, role: str) -> lake.TableIdentity:
+        """Which table the input is at the batch's pinned version (its Delta id and rows)."""
+        return self.sources[role].identity(self.range(role).last)
+
+    def changes_after(self, role: str, version: int) -> DataFrame | None:
+        """The rows the input's versions after `version` up to the pinned one added; None when
+        a commit in between rewrote rows (a compaction): they are no changelog then."""
+        last = self.range(role).last
+        try:
+            return self.sources[role].changes(self.spark, version, last)
+        except lake.LakeError:
+            return None
+
     def snapshot(self, role: str, columns: Sequence[str] | None = None) -> DataFrame:
         """The whole input at the batch's pinned version (e.g. a versioned table's history)."""
         return self.sources[role].snapshot(self.spark, self.range(role).last, columns)

@@ -38,6 +38,9 @@ class Source:
     def changes(self, spark: SparkSession, after: int, last: int) -> DataFrame:
         return lake.read_changes(spark, self.path, after, last)
 
+    def identity(self, version: int) -> lake.TableIdentity:
+        return lake.table_identity(self.path, version)
+
     def change_stats(self, after: int, last: int) -> lake.ChangeStats | None:
         try:
             return lake.change_stats(self.path, after, last)

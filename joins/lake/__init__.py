@@ -27,7 +27,14 @@ from joins.lake.properties import set_table_properties, table_properties
 from joins.lake.read import read_delta
 from joins.lake.small import read_arrow, write_arrow
 from joins.lake.summary import TableSummary, commit_rows_by_partition, table_summary
-from joins.lake.table import delta_version, table_exists, table_schema, txn_version
+from joins.lake.table import (
+    TableIdentity,
+    delta_version,
+    table_exists,
+    table_identity,
+    table_schema,
+    txn_version,
+)
 from joins.lake.vacuum import vacuum_orphans
 from joins.lake.write import StagedWrite, stage_delta, write_delta
 
@@ -42,6 +49,7 @@ __all__ = [
     "LeaseRecord",
     "SchemaMismatchError",
     "StagedWrite",
+    "TableIdentity",
     "TableSummary",
     "UnsupportedTableError",
     "WriterBusyError",
@@ -56,6 +64,7 @@ __all__ = [
     "set_table_properties",
     "stage_delta",
     "table_exists",
+    "table_identity",
     "table_properties",
     "table_schema",
     "table_summary",

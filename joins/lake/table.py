@@ -72,6 +72,20 @@ class Snapshot:
             out.append(FileEntry(rel, {p: values[p][i] for p in parts}, sizes[i], counts[i]))
         return out
 
+    def rows(self) -> int | None:
+        """Rows of this version from the log's statistics; None when some file has none."""
+        import pyarrow.compute as pc
+
+        actions = pa.table(self.table.get_add_actions(flatten=True))
+        if actions.num_rows == 0:
+            return 0
+        if "num_records" not in actions.column_names:
+            return None
+        counts = actions.column("num_records")
+        if counts.null_count:
+            return None
+        return int(pc.sum(counts).as_py())
+
     def check_readable(self) -> None:
         """Refuse tables whose rows plain Parquet reads would get wrong."""
         proto = self.table.protocol()
@@ -202,6 +216,22 @@ def txn_version(path: str | os.PathLike[str] | TableLocation, app_id: str) -> in
     """The last committed version of application `app_id`, None if never (or no table)."""
     snap = open_snapshot(path, missing_ok=True)
     return None if snap is None else snap.txn_version(app_id)
+
+
+@dataclass(frozen=True)
+class TableIdentity:
+    """Which table a path holds at a version: its Delta id (a table created anew at the same
+    path has another) and its rows there, from the log's statistics (None: a file has none)."""
+
+    id: str
+    version: int
+    rows: int | None
+
+
+def table_identity(path: str | os.PathLike[str] | TableLocation, version: int) -> TableIdentity:
+    snap = open_snapshot(path, version=version)
+    assert snap is not None
+    return TableIdentity(snap.table.metadata().id, snap.version, snap.rows())
 
 
 def table_schema(path: str | os.PathLike[str] | TableLocation) -> T.StructType:

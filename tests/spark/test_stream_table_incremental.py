@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from joins.asof import HELD_MAX_ROWS
 from joins.microbatch import run_reference
 from joins.operators.base import Item
 from joins.operators.stream_table_join import DEFINITION
@@ -457,7 +458,11 @@ def join_cases(draw: st.DrawFn) -> dict[str, Any]:
     # Each batch decided in one task (the default for small batches), set-wise (0), or either,
     # batch by batch, as its size and the buffer's fall on either side of the threshold (3).
     sequential_max_rows = draw(st.sampled_from([SEQUENTIAL_MAX_ROWS, 0, 3]))
-    return {"config": config, "raw": raw, "cuts": cuts, "sequential_max_rows": sequential_max_rows}
+    # The versioned table's history held between batches (the default), never held (0), or
+    # held until it outgrows 2 versions and narrowed per batch from then on.
+    held_max_rows = draw(st.sampled_from([HELD_MAX_ROWS, 0, 2]))
+    return {"config": config, "raw": raw, "cuts": cuts, "sequential_max_rows": sequential_max_rows,
+            "held_max_rows": held_max_rows}
 
 
 @pytest.mark.slow
@@ -466,7 +471,8 @@ def join_cases(draw: st.DrawFn) -> dict[str, Any]:
 def test_incremental_equals_reference_for_random_inputs(spark: Any, tmp_path_factory: Any,
                                                         case: dict[str, Any]) -> None:
     assert_same_as_reference(spark, tmp_path_factory.mktemp("stj"), case["config"], case["raw"],
-                             case["cuts"], sequential_max_rows=case["sequential_max_rows"])
+                             case["cuts"], sequential_max_rows=case["sequential_max_rows"],
+                             held_max_rows=case["held_max_rows"])
 
 
 # ---- `python -m joins replay --engine spark` -------------------------------------------------

@@ -1,5 +1,9 @@
 """The versioned table's history narrowed to what a batch's lookups can need.
 
+A table of up to `joins.asof.HELD_MAX_ROWS` versions is not narrowed at all: its history is held
+in the driver from batch to batch (`held_table`, `joins.asof.held`) and a batch reads only the
+versions the table gained. Larger tables are narrowed per batch, as follows.
+
 A micro-batch looks up a few thousand keys; the table may hold years of history. The lookups'
 distinct table keys, each with its smallest lookup ts, are broadcast into the history scan (a
 broadcast hash join in the scan tasks: no shuffle of history). Per key, the versions at or
@@ -12,10 +16,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from joins.asof import HeldTable
 from joins.operators.stream_table_join.columns import TABLE_KEY, TABLE_PREFIX, JoinColumns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    from joins.incremental import StepContext
 
 
 # The versioned table's sequence columns (joins.operators.versioned_table layout).
@@ -56,3 +64,31 @@ def narrow_versions(versions: DataFrame, lookups: DataFrame, *, cols: JoinColumn
               ON v.{key} = l._lookup_key
             GROUP BY v.{key}, greatest(v.{ts}, l.{_LOW}))"""
     return versions.sparkSession.sql(query, versions=versions, lookups=lookups)
+
+
+def held_table(ctx: StepContext, cols: JoinColumns, value_cols: tuple[str, ...],
+               schema: StructType, max_rows: int) -> HeldTable:
+    """The versioned table of this batch as the held index reads it (`schema`: the table's):
+    key, ts, tombstone, the sequence and the values renamed `table_<col>`, a put repeated at
+    the same (key, ts) resolved by the later sequence, as the versioned store resolves it."""
+    from pyspark.sql import types as T
+
+    from joins.spark.exprs import ident
+
+    own = [cols.table_key, cols.table_ts, cols.tombstone, SEQ_BATCH, SEQ_ARRIVAL]
+    columns = [*(ident(c) for c in own),
+               *(f"{ident(c)} AS {ident(table_value_name(c))}" for c in value_cols)]
+    fields = [*(schema[c] for c in own),
+              *(T.StructField(table_value_name(c), schema[c].dataType, True) for c in value_cols)]
+
+    def changes_after(version: int) -> DataFrame | None:
+        changes = ctx.changes_after("table", version)
+        return None if changes is None else changes.selectExpr(*columns)
+
+    identity = ctx.identity("table")
+    # One held history per join (its root): two joins of one table read it at their own pace.
+    return HeldTable(holder=f"{ctx.root.root}:table", table_id=identity.id,
+                     version=identity.version, rows=identity.rows, schema=T.StructType(fields),
+                     history=lambda: ctx.snapshot("table").selectExpr(*columns),
+                     changes_after=changes_after, sequence=(SEQ_BATCH, SEQ_ARRIVAL),
+                     max_rows=max_rows)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from joins import incremental
+from joins.asof import HELD_MAX_ROWS
 from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
 from joins.operators.stream_table_join.columns import (
     BATCH_ID,
@@ -88,6 +89,8 @@ class StreamTableJoinStep:
     name: str = APP
     # Batches up to this many rows (new + buffered) are decided in one task (`decide.py`).
     sequential_max_rows: int = SEQUENTIAL_MAX_ROWS
+    # A versioned table of up to this many versions is held in the driver between batches.
+    held_max_rows: int = HELD_MAX_ROWS
     inputs: tuple[str, ...] = ("stream", "table")
 
     @property
@@ -130,7 +133,8 @@ class StreamTableJoinStep:
             ctx, new, buffer, ctx.change_stats("stream"), int(carry.get(BUFFERED, 0)))
         decision, row = decided.decision, decided.counts
         with ctx.phase("table side"):
-            side = lookup_table(ctx, spec, cols, decision.to_join, self.lookup_strategy)
+            side = lookup_table(ctx, spec, cols, decision.to_join, self.lookup_strategy,
+                                self.held_max_rows)
         result = self._writes(ctx, decision, side, stream_cols, row)
         return StepResult(output=result[0], quarantine=result[1], state=result[2],
                           finish=self._finisher(ctx, decision, side, row),
@@ -217,6 +221,7 @@ def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPa
                    columns: JoinColumns | None = None, block_rows: int = DEFAULT_BLOCK_ROWS,
                    lookup_strategy: Literal["auto", "broadcast", "shuffle"] = "auto",
                    sequential_max_rows: int = SEQUENTIAL_MAX_ROWS,
+                   held_max_rows: int = HELD_MAX_ROWS,
                    wait_s: float = incremental.DEFAULT_WAIT_S,
                    lease_ttl_s: float = incremental.DEFAULT_LEASE_TTL_S) -> MicroBatchReport:
     """Run the next micro-batch of the join under `paths` (or re-run a crashed one).
@@ -233,10 +238,14 @@ def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPa
     sequential_max_rows: a batch with at most this many rows (new + buffered) is decided in
         one Spark task, a larger one set-wise across the cluster (`decide.py`); 0 = always
         set-wise.
+    held_max_rows: a versioned table of at most this many versions has its history held in
+        the driver from batch to batch (`joins.asof.held`): a batch reads only the versions it
+        added. A larger one is narrowed to each batch's keys; 0 = never held.
     """
     step = StreamTableJoinStep(spec, columns or JoinColumns(), block_rows=block_rows,
                                lookup_strategy=lookup_strategy,
-                               sequential_max_rows=sequential_max_rows)
+                               sequential_max_rows=sequential_max_rows,
+                               held_max_rows=held_max_rows)
     result = incremental.run_microbatch(spark, step, paths,
                                         {"stream": stream_source, "table": table_source},
                                         batch_id=batch_id, wait_s=wait_s,

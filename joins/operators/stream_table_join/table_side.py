@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from joins import lake
+from joins.asof import HELD_MAX_ROWS
 from joins.errors import ConfigError
 from joins.operators.stream_table_join.columns import (
     TABLE_KEY,
@@ -28,6 +29,7 @@ from joins.operators.stream_table_join.columns import (
 from joins.operators.stream_table_join.history import (
     SEQ_ARRIVAL,
     SEQ_BATCH,
+    held_table,
     narrow_versions,
     table_value_name,
 )
@@ -36,6 +38,7 @@ from joins.operators.stream_table_join.state import UNVERSIONED_TABLE, JoinPaths
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from joins.asof import HeldTable
     from joins.incremental import StepContext
     from joins.lake import ChangeStats
     from joins.operators.stream_table_join.spec import StreamTableJoinSpec
@@ -97,6 +100,25 @@ def versioned_lookup(lookups: DataFrame, versions: DataFrame | None, *, cols: Jo
                      tombstone_col=tomb, valid_from_col=VALID_FROM, strategy=strategy)
 
 
+def held_lookup(lookups: DataFrame, held: HeldTable, *, cols: JoinColumns,
+                value_cols: tuple[str, ...], history_retention_ms: int | None,
+                table_stream_time: int | None) -> DataFrame | None:
+    """versioned_lookup's answers through the table's history held from batch to batch
+    (`joins.asof.held`): None where it is not held and too large to hold (or the index cannot
+    run here), and the caller narrows the history to the batch's keys instead."""
+    from joins.asof import held_asof_join
+    from joins.spark import jvm
+
+    if jvm.unavailable_reason(lookups.sparkSession) is not None:
+        return None
+    return held_asof_join(lookups, held, stream_key=TABLE_KEY, stream_ts=cols.ts,
+                          table_key=cols.table_key, table_ts=cols.table_ts, how="left",
+                          table_value_cols=[table_value_name(c) for c in value_cols],
+                          history_retention_ms=history_retention_ms,
+                          table_stream_time=table_stream_time, tombstone_col=cols.tombstone,
+                          valid_from_col=VALID_FROM)
+
+
 def latest_per_key(rows: DataFrame, *, cols: JoinColumns, value_cols: tuple[str, ...]) -> DataFrame:
     """One row per key: the last arrival (unversioned table semantics), tombstones included."""
     from pyspark.sql import functions as F
@@ -141,9 +163,12 @@ class TableSide:
 
 
 def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
-                 to_join: DataFrame, strategy: Literal["auto", "broadcast", "shuffle"]) -> TableSide:
+                 to_join: DataFrame, strategy: Literal["auto", "broadcast", "shuffle"],
+                 held_max_rows: int = HELD_MAX_ROWS) -> TableSide:
     """Look `to_join` up in the table as the batch leaves it: the versioned table at the
-    plan's pinned version, or the keyed state plus the batch's own changelog rows."""
+    plan's pinned version (its history held from batch to batch when it has at most
+    `held_max_rows` versions; 0 = never held), or the keyed state plus the batch's own
+    changelog rows."""
     schema = ctx.schema("table")
     value_cols = cols.resolve_table_values(schema)
     value_types = {c: schema[c].dataType.simpleString() for c in value_cols}
@@ -154,9 +179,17 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
                 what=f"versioned {where}")
         rows_in, stream_time = _versioned_summary(ctx, cols, stats)
         retention = table_retention(spec, ctx.source_path("table"))
-        lookups = versioned_lookup(to_join, ctx.snapshot("table"), cols=cols, value_cols=value_cols,
-                                   value_types=value_types, history_retention_ms=retention,
-                                   table_stream_time=stream_time, strategy=strategy)
+        lookups = None
+        if strategy == "auto" and held_max_rows > 0:
+            held = held_table(ctx, cols, value_cols, schema, held_max_rows)
+            lookups = held_lookup(to_join, held, cols=cols,
+                                  value_cols=value_cols, history_retention_ms=retention,
+                                  table_stream_time=stream_time)
+        if lookups is None:
+            lookups = versioned_lookup(to_join, ctx.snapshot("table"), cols=cols,
+                                       value_cols=value_cols, value_types=value_types,
+                                       history_retention_ms=retention,
+                                       table_stream_time=stream_time, strategy=strategy)
         return TableSide(rows_in, stream_time, value_cols, lookups, None)
     require(schema, [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival],
             what=f"unversioned {where}")

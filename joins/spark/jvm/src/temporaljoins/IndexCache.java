@@ -1,0 +1,87 @@
+package temporaljoins;
+
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * A versioned table's history kept in the driver from one micro-batch to the next, as a Kafka
+ * Streams task keeps its versioned store next to the changelog it can be rebuilt from: a batch
+ * reads only the versions the table gained since the last one and merges them in, instead of
+ * reading the table's history again.
+ *
+ * <p>The Delta table stays the truth. An entry is the table (its Delta table id: a table created
+ * anew at the same path is another table) at one version; it is used only by a batch that starts
+ * exactly there, and a batch that cannot (a first batch, another process's batch, a table rewritten
+ * by a compaction) builds from the whole table instead. Only histories of at most maxRows versions
+ * are kept, so that the driver's memory and the per-batch broadcast stay small.
+ */
+public final class IndexCache {
+  private IndexCache() {}
+
+  private static final class Entry {
+    final String tableId;
+    final long version;
+    final Runs.Run run;
+
+    Entry(String tableId, long version, Runs.Run run) {
+      this.tableId = tableId;
+      this.version = version;
+      this.run = run;
+    }
+  }
+
+  private static final ConcurrentHashMap<String, Entry> ENTRIES = new ConcurrentHashMap<>();
+
+  /** The table version held under key for the table tableId, or -1. */
+  public static long version(String key, String tableId) {
+    Entry e = ENTRIES.get(key);
+    return e != null && e.tableId.equals(tableId) ? e.version : -1;
+  }
+
+  /** Drops what key holds (a test, or a caller that knows the table changed under it). */
+  public static void forget(String key) {
+    ENTRIES.remove(key);
+  }
+
+  /**
+   * The index of the table tableId at version, whose frames have the given schema. When from >= 0,
+   * frame holds the rows of versions from + 1 .. version (null when from == version: no Spark job)
+   * and is merged into the history held at from, which must be held (else IllegalStateException
+   * "INDEX_CACHE_MISS"); when from < 0, frame is the whole table at version.
+   * The result is held for the next batch when it has at most maxRows versions. The layout
+   * parameters are {@link AsOfJoin#index}'s, plus seqOrds: a (key, ts) put twice keeps the put
+   * with the larger sequence.
+   */
+  public static Broadcast<VersionIndex> index(SparkSession session, StructType schema, String key,
+                                              String tableId, long version, Dataset<Row> frame, long from,
+                                              long maxRows, int keyOrd, int tsOrd, int tombOrd,
+                                              List<Integer> valueOrds, List<String> valueNames,
+                                              List<Integer> seqOrds, List<String> nullTs,
+                                              List<String> duplicate, int keyCheckField,
+                                              boolean hasRetention, long retention,
+                                              boolean hasStreamTime, long streamTime) {
+    Runs.Run base = null;
+    if (from >= 0) {
+      Entry held = ENTRIES.get(key);
+      if (held == null || !held.tableId.equals(tableId) || held.version != from) {
+        throw new IllegalStateException("INDEX_CACHE_MISS: " + key + " does not hold version " + from);
+      }
+      base = held.run;
+    }
+    Versions versions = new Versions((org.apache.spark.sql.classic.SparkSession) session, schema, keyOrd,
+        tsOrd, tombOrd, valueOrds, valueNames, seqOrds, nullTs, duplicate, keyCheckField);
+    // A batch that reads the version held (its table gained nothing) runs no Spark job.
+    Runs.Run all = base != null && from == version ? base : versions.collect(frame, base);
+    if (all.n <= maxRows) {
+      ENTRIES.put(key, new Entry(tableId, version, all));
+    } else {
+      ENTRIES.remove(key);
+    }
+    return versions.broadcast(all, hasRetention, retention, hasStreamTime, streamTime);
+  }
+}

@@ -1,0 +1,277 @@
+package temporaljoins;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.List;
+import java.util.PriorityQueue;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.unsafe.Platform;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Sorted runs of table versions: what a task packs from its partition and what the driver merges
+ * into a {@link VersionIndex} (or keeps, in {@link IndexCache}, to merge a later batch into).
+ *
+ * <p>A version may carry a sequence (the versioned table's (batch_id, arrival)): a (key, ts) put
+ * twice is then resolved as the versioned store resolves it, the later sequence wins. Without a
+ * sequence a (key, ts) seen twice is an error (an as-of join's table has one version per (key, ts)).
+ */
+final class Runs {
+  private Runs() {}
+
+  /** Versions sorted by (key, ts); seq holds `width` longs per version. */
+  static final class Run implements Serializable {
+    private static final long serialVersionUID = 2L;
+    long[] keys;
+    long[] ts;
+    boolean[] tombstone;
+    byte[] values;
+    int[] offsets;
+    long[] seq;
+    int width;
+    int n;
+  }
+
+  /** Where the table's columns are, for the tasks that pack it. */
+  static final class Layout implements Serializable {
+    private static final long serialVersionUID = 2L;
+    final int keyOrd;
+    final int keyCode;
+    final int tsOrd;
+    final int tsCode;
+    final int tombOrd;
+    final int[] valueOrds;
+    final DataType[] valueTypes;
+    final int[] seqOrds;
+    final int[] seqCodes;
+    final RecordMessage nullTs;
+    final ValueText keyText;
+
+    Layout(int keyOrd, int keyCode, int tsOrd, int tsCode, int tombOrd, int[] valueOrds, DataType[] valueTypes,
+           int[] seqOrds, int[] seqCodes, RecordMessage nullTs, ValueText keyText) {
+      this.keyOrd = keyOrd;
+      this.keyCode = keyCode;
+      this.tsOrd = tsOrd;
+      this.tsCode = tsCode;
+      this.tombOrd = tombOrd;
+      this.valueOrds = valueOrds;
+      this.valueTypes = valueTypes;
+      this.seqOrds = seqOrds;
+      this.seqCodes = seqCodes;
+      this.nullTs = nullTs;
+      this.keyText = keyText;
+    }
+  }
+
+  /** What a (key, ts) seen twice fails with: the version at merged[i] and the one arriving. */
+  interface Duplicate {
+    /** Two different keys behind one hash (the caller's fallback), or null when the keys agree. */
+    RuntimeException collision(Run merged, int i, Run other, int j);
+
+    /** The same (key, ts) twice with no sequence to tell them apart. */
+    RuntimeException twice(Run merged, int i);
+  }
+
+  /** row pointed at version i's value columns. */
+  static UnsafeRow pointTo(UnsafeRow row, Run run, int i) {
+    row.pointTo(run.values, Platform.BYTE_ARRAY_OFFSET + run.offsets[i], run.offsets[i + 1] - run.offsets[i]);
+    return row;
+  }
+
+  static Run pack(Iterator<InternalRow> rows, Layout layout) {
+    List<Expression> refs = new ArrayList<>();
+    for (int i = 0; i < layout.valueOrds.length; i++) {
+      refs.add(new BoundReference(layout.valueOrds[i], layout.valueTypes[i], true));
+    }
+    UnsafeProjection valuesOf = UnsafeProjection.create(CollectionConverters.asScala(refs).toSeq());
+    int width = layout.seqOrds.length;
+    int cap = 1024;
+    long[] keys = new long[cap];
+    long[] ts = new long[cap];
+    boolean[] tomb = new boolean[cap];
+    long[] seq = new long[cap * width];
+    int[] offsets = new int[cap + 1];
+    byte[] bytes = new byte[1 << 16];
+    int n = 0;
+    int used = 0;
+    while (rows.hasNext()) {
+      InternalRow r = rows.next();
+      if (r.isNullAt(layout.keyOrd)) continue;  // a null key matches nothing
+      if (r.isNullAt(layout.tsOrd)) throw new IllegalArgumentException(layout.nullTs.fill(layout.keyText.of(r), null));
+      if (n == cap) {
+        cap *= 2;
+        keys = Arrays.copyOf(keys, cap);
+        ts = Arrays.copyOf(ts, cap);
+        tomb = Arrays.copyOf(tomb, cap);
+        seq = Arrays.copyOf(seq, cap * width);
+        offsets = Arrays.copyOf(offsets, cap + 1);
+      }
+      keys[n] = Columns.read(r, layout.keyOrd, layout.keyCode);
+      ts[n] = Columns.read(r, layout.tsOrd, layout.tsCode);
+      tomb[n] = layout.tombOrd >= 0 && !r.isNullAt(layout.tombOrd) && r.getBoolean(layout.tombOrd);
+      for (int s = 0; s < width; s++) {
+        int ord = layout.seqOrds[s];
+        seq[n * width + s] = r.isNullAt(ord) ? Long.MIN_VALUE : Columns.read(r, ord, layout.seqCodes[s]);
+      }
+      UnsafeRow v = valuesOf.apply(r);
+      int size = v.getSizeInBytes();
+      if ((long) used + size > Integer.MAX_VALUE - 16) {
+        throw new IllegalStateException("as-of index: a table partition holds over 2 GiB of values; "
+            + "this table is too large to broadcast (use the shuffle strategy)");
+      }
+      if (used + size > bytes.length) {
+        bytes = Arrays.copyOf(bytes, (int) Math.min(Integer.MAX_VALUE - 16, Math.max(2L * bytes.length, (long) used + size)));
+      }
+      v.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET + used);
+      used += size;
+      offsets[++n] = used;
+    }
+    int[] order = new int[n];
+    for (int i = 0; i < n; i++) order[i] = i;
+    sort(order, keys, ts, 0, n - 1);
+    Run run = allocate(n, width, used);
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+      int p = order[i];
+      run.keys[i] = keys[p];
+      run.ts[i] = ts[p];
+      run.tombstone[i] = tomb[p];
+      System.arraycopy(seq, p * width, run.seq, i * width, width);
+      int len = offsets[p + 1] - offsets[p];
+      System.arraycopy(bytes, offsets[p], run.values, at, len);
+      at += len;
+      run.offsets[i + 1] = at;
+    }
+    run.n = n;
+    return run;
+  }
+
+  static Run allocate(int n, int width, int bytes) {
+    Run run = new Run();
+    run.keys = new long[n];
+    run.ts = new long[n];
+    run.tombstone = new boolean[n];
+    run.seq = new long[n * width];
+    run.width = width;
+    run.values = new byte[bytes];
+    run.offsets = new int[n + 1];
+    return run;
+  }
+
+  /** Merges sorted runs (of one width) into one with each (key, ts) once. */
+  static Run merge(List<Run> runs, Duplicate duplicate) {
+    int n = 0;
+    long bytes = 0;
+    int width = runs.isEmpty() ? 0 : runs.get(0).width;
+    for (Run r : runs) {
+      n += r.n;
+      bytes += r.offsets[r.n];
+    }
+    if (bytes > Integer.MAX_VALUE - 16) {
+      throw new IllegalStateException("as-of index: the table holds " + bytes + " bytes of values, "
+          + "over the 2 GiB an index can hold; use the shuffle strategy");
+    }
+    Run all = allocate(n, width, (int) bytes);
+    int[] cursor = new int[runs.size()];
+    PriorityQueue<Integer> heads = new PriorityQueue<>((a, b) -> {
+      Run x = runs.get(a);
+      Run y = runs.get(b);
+      long kx = x.keys[cursor[a]];
+      long ky = y.keys[cursor[b]];
+      return kx != ky ? Long.compare(kx, ky) : Long.compare(x.ts[cursor[a]], y.ts[cursor[b]]);
+    });
+    for (int i = 0; i < runs.size(); i++) {
+      if (runs.get(i).n > 0) heads.add(i);
+    }
+    int m = 0;  // versions kept so far
+    int used = 0;
+    while (!heads.isEmpty()) {
+      int ri = heads.poll();
+      Run r = runs.get(ri);
+      int c = cursor[ri];
+      cursor[ri] = c + 1;
+      if (c + 1 < r.n) heads.add(ri);
+      int at = m;
+      if (m > 0 && all.keys[m - 1] == r.keys[c] && all.ts[m - 1] == r.ts[c]) {
+        RuntimeException collision = duplicate.collision(all, m - 1, r, c);
+        if (collision != null) throw collision;
+        int order = compareSeq(all.seq, (m - 1) * width, r.seq, c * width, width);
+        if (width == 0 || order == 0) throw duplicate.twice(all, m - 1);
+        if (order > 0) continue;  // the version kept is the later put
+        at = m - 1;  // the arriving version is the later put: it replaces the one kept
+        used = all.offsets[at];
+      }
+      all.keys[at] = r.keys[c];
+      all.ts[at] = r.ts[c];
+      all.tombstone[at] = r.tombstone[c];
+      System.arraycopy(r.seq, c * width, all.seq, at * width, width);
+      int len = r.offsets[c + 1] - r.offsets[c];
+      System.arraycopy(r.values, r.offsets[c], all.values, used, len);
+      used += len;
+      all.offsets[at + 1] = used;
+      m = at + 1;
+    }
+    all.n = m;
+    if (m < n) {  // duplicates resolved: the index wants arrays of exactly its versions
+      all.keys = Arrays.copyOf(all.keys, m);
+      all.ts = Arrays.copyOf(all.ts, m);
+      all.tombstone = Arrays.copyOf(all.tombstone, m);
+      all.seq = Arrays.copyOf(all.seq, m * width);
+      all.offsets = Arrays.copyOf(all.offsets, m + 1);
+    }
+    return all;
+  }
+
+  private static int compareSeq(long[] a, int from, long[] b, int bFrom, int width) {
+    for (int s = 0; s < width; s++) {
+      int c = Long.compare(a[from + s], b[bFrom + s]);
+      if (c != 0) return c;
+    }
+    return 0;
+  }
+
+  private static boolean less(long[] k, long[] t, int a, int b) {
+    return k[a] < k[b] || (k[a] == k[b] && t[a] < t[b]);
+  }
+
+  /** Sorts positions by (k, t): quicksort with random pivots on primitives (no boxing). */
+  static void sort(int[] order, long[] k, long[] t, int lo, int hi) {
+    while (hi - lo > 16) {
+      int pivot = order[lo + java.util.concurrent.ThreadLocalRandom.current().nextInt(hi - lo + 1)];
+      int i = lo;
+      int j = hi;
+      while (i <= j) {
+        while (less(k, t, order[i], pivot)) i++;
+        while (less(k, t, pivot, order[j])) j--;
+        if (i <= j) {
+          int x = order[i];
+          order[i] = order[j];
+          order[j] = x;
+          i++;
+          j--;
+        }
+      }
+      if (j - lo < hi - i) {  // recurse into the smaller side: stack depth stays logarithmic
+        sort(order, k, t, lo, j);
+        lo = i;
+      } else {
+        sort(order, k, t, i, hi);
+        hi = j;
+      }
+    }
+    for (int i = lo + 1; i <= hi; i++) {
+      for (int j = i; j > lo && less(k, t, order[j], order[j - 1]); j--) {
+        int x = order[j];
+        order[j] = order[j - 1];
+        order[j - 1] = x;
+      }
+    }
+  }
+}

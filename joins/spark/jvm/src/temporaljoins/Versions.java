@@ -1,0 +1,144 @@
+package temporaljoins;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.List;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
+import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.EqualNullSafe;
+import org.apache.spark.sql.catalyst.expressions.JoinedRow;
+import org.apache.spark.sql.catalyst.expressions.Predicate;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * A table's versions as the index reads them (which columns are the key, ts, tombstone, values and
+ * sequence), gathered by one Spark job into one sorted {@link Runs.Run} and turned into a broadcast
+ * {@link VersionIndex}. Frames of one schema share a layout: the history a {@link IndexCache}
+ * holds and the rows a later batch adds to it.
+ */
+final class Versions {
+  private final org.apache.spark.SparkContext sparkContext;
+  final Runs.Layout layout;
+  final StructType valueSchema;
+  final DataType[] valueTypes;
+  final int keyCheckField;
+  final RecordMessage duplicate;
+  final DataType tsType;
+  final String timeZone;
+
+  Versions(org.apache.spark.sql.classic.SparkSession session, StructType schema, int keyOrd, int tsOrd, int tombOrd,
+           List<Integer> valueOrds, List<String> valueNames, List<Integer> seqOrds, List<String> nullTs,
+           List<String> duplicate, int keyCheckField) {
+    StructField[] fields = schema.fields();
+    sparkContext = session.sparkContext();
+    timeZone = session.sessionState().conf().sessionLocalTimeZone();
+    int[] ords = valueOrds.stream().mapToInt(Integer::intValue).toArray();
+    StructField[] valueFields = new StructField[ords.length];
+    valueTypes = new DataType[ords.length];
+    for (int i = 0; i < ords.length; i++) {
+      StructField f = fields[ords[i]];
+      valueFields[i] = new StructField(valueNames.get(i), f.dataType(), true, f.metadata());
+      valueTypes[i] = f.dataType();
+    }
+    valueSchema = new StructType(valueFields);
+    int[] seq = seqOrds.stream().mapToInt(Integer::intValue).toArray();
+    int[] seqCodes = new int[seq.length];
+    for (int i = 0; i < seq.length; i++) seqCodes[i] = Columns.code(fields[seq[i]].dataType(), "a sequence column");
+    // A hashed key is named by the key itself: the table's key column, a version's key copy.
+    int keyTextOrd = keyCheckField < 0 ? keyOrd : ords[keyCheckField];
+    layout = new Runs.Layout(keyOrd, Columns.code(fields[keyOrd].dataType(), "the table key"), tsOrd,
+        Columns.code(fields[tsOrd].dataType(), "the table ts"), tombOrd, ords, valueTypes, seq, seqCodes,
+        new RecordMessage(nullTs), new ValueText(keyTextOrd, fields[keyTextOrd].dataType(), timeZone));
+    this.keyCheckField = keyCheckField;
+    this.duplicate = new RecordMessage(duplicate);
+    this.tsType = fields[tsOrd].dataType();
+  }
+
+  /**
+   * The frame's versions (one Spark job: each task packs and sorts its partition), merged on the
+   * driver with base (null for none), as Spark's own broadcast joins build their relation there.
+   */
+  Runs.Run collect(Dataset<Row> frame, Runs.Run base) {
+    org.apache.spark.sql.classic.Dataset<Row> t = (org.apache.spark.sql.classic.Dataset<Row>) frame;
+    Runs.Layout l = layout;
+    List<Runs.Run> runs = new ArrayList<>(t.queryExecution().toRdd().toJavaRDD()
+        .mapPartitions((Iterator<InternalRow> rows) -> Collections.singletonList(Runs.pack(rows, l)).iterator())
+        .collect());
+    if (base != null) runs.add(0, base);
+    Runs.Run all = Runs.merge(runs, new Runs.Duplicate() {
+      @Override
+      public RuntimeException collision(Runs.Run merged, int i, Runs.Run other, int j) {
+        if (keyCheckField < 0) return null;
+        // Equal hashes and equal ts: the same key twice, or two keys sharing a hash.
+        boolean same = sameKey().eval(new JoinedRow(Runs.pointTo(new UnsafeRow(valueTypes.length), merged, i),
+            Runs.pointTo(new UnsafeRow(valueTypes.length), other, j)));
+        return same ? null : Versions.collision(merged.keys[i]);
+      }
+
+      @Override
+      public RuntimeException twice(Runs.Run merged, int i) {
+        String key = Long.toString(merged.keys[i]);
+        if (keyCheckField >= 0) {
+          key = new ValueText(keyCheckField, valueTypes[keyCheckField], timeZone)
+              .of(Runs.pointTo(new UnsafeRow(valueTypes.length), merged, i));
+        }
+        return new IllegalArgumentException(duplicate.fill(key, ValueText.ts(merged.ts[i], tsType, timeZone)));
+      }
+    });
+    if (keyCheckField >= 0) checkNoCollision(all);
+    return all;
+  }
+
+  /** The index of `all` for one batch: the retention bound is the stream time's (else the largest ts's). */
+  Broadcast<VersionIndex> broadcast(Runs.Run all, boolean hasRetention, long retention, boolean hasStreamTime,
+                                    long streamTime) {
+    long maxTs = Long.MIN_VALUE;
+    for (int i = 0; i < all.n; i++) maxTs = Math.max(maxTs, all.ts[i]);
+    long now = hasStreamTime ? streamTime : maxTs;
+    long bound = AsOfJoin.saturatingSubtract(now, retention);
+    VersionIndex index = new VersionIndex(all.keys, all.ts, all.tombstone, all.values, all.offsets, valueSchema,
+        hasRetention && all.n > 0, bound);
+    return JavaSparkContext.fromSparkContext(sparkContext).broadcast(index);
+  }
+
+  /** Versions sharing a hashed key must share the key itself. */
+  private void checkNoCollision(Runs.Run all) {
+    BasePredicate same = sameKey();
+    UnsafeRow first = new UnsafeRow(valueTypes.length);
+    UnsafeRow other = new UnsafeRow(valueTypes.length);
+    JoinedRow pair = new JoinedRow();
+    int start = 0;
+    for (int i = 1; i < all.n; i++) {
+      if (all.keys[i] != all.keys[start]) {
+        start = i;
+        continue;
+      }
+      if (!same.eval(pair.apply(Runs.pointTo(first, all, start), Runs.pointTo(other, all, i)))) {
+        throw collision(all.keys[i]);
+      }
+    }
+  }
+
+  /** (version ++ version) -> whether both carry the same key (null-safe, as the probe compares). */
+  private BasePredicate sameKey() {
+    DataType type = valueTypes[keyCheckField];
+    BasePredicate same = Predicate.create(new EqualNullSafe(new BoundReference(keyCheckField, type, true),
+        new BoundReference(valueTypes.length + keyCheckField, type, true)));
+    same.initialize(0);
+    return same;
+  }
+
+  /** The caller (joins/asof) falls back to a plan without the index on this message. */
+  static IllegalStateException collision(long hash) {
+    return new IllegalStateException("HASH_COLLISION: two table keys share the 64-bit hash " + hash);
+  }
+}
