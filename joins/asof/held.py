@@ -30,7 +30,6 @@ from joins.asof.index import (
     probe,
 )
 from joins.asof.plan import AsOfPlan
-from joins.spark.exprs import ident
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -82,11 +81,14 @@ def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable) -> DataF
     elif 0 <= at < held.version:
         changes = held.changes_after(at)
         if changes is not None:
-            frame, start = changes.selectExpr(*(ident(c) for c in held.schema.fieldNames())), at
+            frame, start = changes, at
     if start < 0:
         if held.rows is None or held.rows > held.max_rows:
             return None
         frame = held.history()
+    if frame is not None and frame.columns != held.schema.fieldNames():
+        raise ValueError(f"held table {held.holder}: a frame has columns {frame.columns}, the "
+                         f"held schema {held.schema.fieldNames()}")
     schema = prepared_schema(plan, held.schema)
     layout = index_layout(plan, schema.fieldNames())
     sequence = [schema.fieldNames().index(c) for c in held.sequence]

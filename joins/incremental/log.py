@@ -108,21 +108,26 @@ class BatchLog:
     def done_app(self) -> str:
         return f"{self.app}.done"
 
-    def _rows(self, batch_ids: list[int]) -> dict[tuple[int, str], str]:
-        table = lake.read_arrow(self.path, filters=[("batch_id", "in", batch_ids)])
-        if table is None:
+    def _rows(self, batch_ids: list[int], small: lake.SmallTable | None = None,
+              ) -> dict[tuple[int, str], str]:
+        small = small or lake.open_small(self.path)
+        if small is None:
             return {}
+        table = small.read([("batch_id", "in", batch_ids)])
         return {(int(b), str(k)): str(p) for b, k, p in zip(
             table.column("batch_id").to_pylist(), table.column("kind").to_pylist(),
             table.column("payload").to_pylist(), strict=True)}
 
     def tail(self) -> LogTail:
-        planned = lake.txn_version(self.path, self.plan_app)
-        done = lake.txn_version(self.path, self.done_app)
+        # One version of the log answers all three questions (and one open costs less).
+        small = lake.open_small(self.path)
+        if small is None:
+            return LogTail(None, None)
+        planned, done = small.txn_version(self.plan_app), small.txn_version(self.done_app)
         wanted = [v for v in (planned, done) if v is not None]
         if not wanted:
             return LogTail(None, None)
-        rows = self._rows(sorted(set(wanted)))
+        rows = self._rows(sorted(set(wanted)), small)
         last_done = None if done is None else BatchDone.from_json(rows[(done, DONE)])
         pending = None
         if planned is not None and (done is None or planned > done):

@@ -25,7 +25,7 @@ from joins.lake.leftovers import remove_leftovers
 from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.properties import set_table_properties, table_properties
 from joins.lake.read import read_delta
-from joins.lake.small import read_arrow, write_arrow
+from joins.lake.small import SmallTable, open_small, read_arrow, write_arrow
 from joins.lake.summary import TableSummary, commit_rows_by_partition, table_summary
 from joins.lake.table import (
     TableIdentity,
@@ -48,6 +48,7 @@ __all__ = [
     "LeaseLostError",
     "LeaseRecord",
     "SchemaMismatchError",
+    "SmallTable",
     "StagedWrite",
     "TableIdentity",
     "TableSummary",
@@ -57,6 +58,7 @@ __all__ = [
     "commit_rows_by_partition",
     "committed_write",
     "delta_version",
+    "open_small",
     "read_arrow",
     "read_changes",
     "read_delta",

@@ -49,19 +49,19 @@ class ChangeStats:
 
 
 def _range(loc: TableLocation, from_version: int, to_version: int | None) -> tuple[Snapshot, int]:
-    latest = open_snapshot(loc)
-    assert latest is not None
-    end = latest.version if to_version is None else to_version
-    for name, value in (("from_version", from_version), ("to_version", end)):
-        if isinstance(value, bool) or not isinstance(value, int):
+    for name, value in (("from_version", from_version), ("to_version", to_version)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise LakeError(f"{loc}: {name} must be an integer, got {value!r}")
+    if to_version is not None and not -1 <= from_version <= to_version:
+        raise LakeError(f"{loc}: need -1 <= from_version <= to_version, got "
+                        f"from_version={from_version}, to_version={to_version}")
+    # A pinned end is opened as such (the log replayed once, up to it).
+    snap = open_snapshot(loc, version=to_version)
+    assert snap is not None
+    end = snap.version
     if not -1 <= from_version <= end:
         raise LakeError(f"{loc}: need -1 <= from_version <= to_version, got "
                         f"from_version={from_version}, to_version={end}")
-    if end > latest.version:
-        raise LakeError(f"{loc}: to_version {end} does not exist (latest is {latest.version})")
-    snap = latest if end == latest.version else open_snapshot(loc, version=end)
-    assert snap is not None
     snap.check_readable()
     return snap, end
 

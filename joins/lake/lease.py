@@ -104,18 +104,23 @@ class Lease:
 
     def current(self) -> tuple[int | None, LeaseRecord | None]:
         """(latest log version, its lease record); (None, None) before the first lease."""
+        _, version, record = self._read()
+        return version, record
+
+    def _read(self) -> tuple[DeltaTable | None, int | None, LeaseRecord | None]:
+        """current(), and the open log at that version (what a commit after it builds on)."""
         try:
             table = DeltaTable(self.loc.delta_uri)
         except TableNotFoundError:
-            return None, None
+            return None, None, None
         except DeltaError as exc:
             raise LakeError(f"{self.loc}: cannot read the writer lease: {exc}") from exc
         version = table.version()
         info = table.history(1)
         raw = info[0].get(LEASE_KEY) if info else None
         if raw is None:
-            return version, None
-        return version, LeaseRecord(**json.loads(raw))
+            return table, version, None
+        return table, version, LeaseRecord(**json.loads(raw))
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -123,8 +128,9 @@ class Lease:
         return LeaseRecord(owner=self.owner, purpose=self.purpose, acquired_ms=acquired_ms,
                            expires_ms=_now_ms() + self.ttl_ms, released=released)
 
-    def _commit(self, after: int | None, record: LeaseRecord) -> bool:
-        """Commit `record` as version after+1 (0 when None); False if another commit won."""
+    def _commit(self, after: int | None, record: LeaseRecord, table: DeltaTable | None = None) -> bool:
+        """Commit `record` as version after+1 (0 when None; `table`: the log open at `after`);
+        False if another commit won."""
         props = CommitProperties(custom_metadata={LEASE_KEY: json.dumps(asdict(record))},
                                  max_commit_retries=0)
         try:
@@ -132,7 +138,8 @@ class Lease:
                 create_table_with_add_actions(self.loc.delta_uri, _SCHEMA, [], mode="error",
                                               configuration=_CONFIGURATION, commit_properties=props)
             else:
-                table = DeltaTable(self.loc.delta_uri, version=after)
+                if table is None or table.version() != after:
+                    table = DeltaTable(self.loc.delta_uri, version=after)
                 table.create_write_transaction([], "append", _SCHEMA, commit_properties=props)
         except CommitFailedError:
             return False
@@ -147,13 +154,13 @@ class Lease:
         """Take the lease if it is free; else the holder's record (one attempt per free
         version: a lost race is followed by a re-read)."""
         while True:
-            version, record = self.current()
+            table, version, record = self._read()
             now = _now_ms()
             if record is not None and record.held_at(now) and record.owner != self.owner:
                 return record
             acquired = record.acquired_ms if record is not None and record.owner == self.owner \
                 and record.held_at(now) else now
-            if self._commit(version, self._record(acquired_ms=acquired)):
+            if self._commit(version, self._record(acquired_ms=acquired), table):
                 self._held, self._lost = True, None
                 return None
 
@@ -206,11 +213,11 @@ class Lease:
             return
         self._held = False
         for _ in range(5):
-            version, record = self.current()
+            table, version, record = self._read()
             if record is None or record.owner != self.owner or record.released:
                 return  # taken over meanwhile: nothing of ours to release
             if self._commit(version, LeaseRecord(self.owner, self.purpose, record.acquired_ms,
-                                                 _now_ms(), released=True)):
+                                                 _now_ms(), released=True), table):
                 return
 
     @contextmanager

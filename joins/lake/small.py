@@ -48,7 +48,9 @@ def write_arrow(table: pa.Table, path: str, *, mode: str = "append", app_txn: Ap
     if commit_message is not None:
         metadata["userMetadata"] = commit_message
     txns = [Transaction(app_txn.app_id, app_txn.version)] if app_txn is not None else None
-    target: str | DeltaTable = loc.delta_uri if expected_version is None else existing  # type: ignore[assignment]
+    # Through the table already open: delta-rs moves it to the version it commits (a commit
+    # that races another append is retried on top of it, unless a version is expected).
+    target: str | DeltaTable = loc.delta_uri if existing is None else existing
     try:
         write_deltalake(target, table, mode=mode,  # type: ignore[arg-type]
                         commit_properties=CommitProperties(
@@ -66,7 +68,7 @@ def write_arrow(table: pa.Table, path: str, *, mode: str = "append", app_txn: Ap
             if done is not None and done >= app_txn.version:
                 return CommitInfo(version=None, skipped=True, files=0, rows=0)
         raise LakeError(f"{loc}: commit failed: {exc}") from exc
-    after = _open(loc)
+    after = existing if existing is not None else _open(loc)
     assert after is not None
     return CommitInfo(version=after.version(), skipped=False, files=1, rows=table.num_rows)
 
@@ -74,14 +76,31 @@ def write_arrow(table: pa.Table, path: str, *, mode: str = "append", app_txn: Ap
 def read_arrow(path: str, *, version: int | None = None,
                filters: Sequence[tuple[str, str, Any]] | None = None) -> pa.Table | None:
     """A small table (optionally filtered, at `version`) as Arrow; None when there is no table."""
+    small = open_small(path, version=version)
+    return None if small is None else small.read(filters)
+
+
+class SmallTable:
+    """One version of a small table: its rows and its app transactions, read from one open."""
+
+    def __init__(self, loc: TableLocation, table: DeltaTable) -> None:
+        self.loc, self.table = loc, table
+
+    def txn_version(self, app_id: str) -> int | None:
+        return self.table.transaction_version(app_id)
+
+    def read(self, filters: Sequence[tuple[str, str, Any]] | None = None) -> pa.Table:
+        try:
+            return self.table.to_pyarrow_table(filters=list(filters) if filters else None)
+        except DeltaError as exc:
+            raise LakeError(f"{self.loc}: cannot read: {exc}") from exc
+
+
+def open_small(path: str, *, version: int | None = None) -> SmallTable | None:
+    """The table at its latest version (or `version`); None when there is no table."""
     loc = TableLocation.of(path)
     table = _open(loc, version=version)
-    if table is None:
-        return None
-    try:
-        return table.to_pyarrow_table(filters=list(filters) if filters else None)
-    except DeltaError as exc:
-        raise LakeError(f"{loc}: cannot read: {exc}") from exc
+    return None if table is None else SmallTable(loc, table)
 
 
 def _open(loc: TableLocation, *, version: int | None = None) -> DeltaTable | None:

@@ -161,21 +161,22 @@ def open_snapshot(path: str | os.PathLike[str] | TableLocation, *, version: int 
                                 or version < 0):
         raise LakeError(f"{loc}: version must be an integer >= 0, got {version!r}")
     try:
-        table = DeltaTable(loc.delta_uri)
+        # At a pinned version the log is replayed up to it only (an open at the latest and a
+        # time travel back would replay it twice).
+        table = DeltaTable(loc.delta_uri, version=version)
     except TableNotFoundError:
         if missing_ok:
             return None
         raise LakeError(f"{loc}: no Delta table here") from None
     except DeltaError as exc:
-        raise LakeError(f"{loc}: cannot open the table: {exc}") from exc
+        if version is None:
+            raise LakeError(f"{loc}: cannot open the table: {exc}") from exc
+        latest = delta_version(loc)
+        if latest is not None and version > latest:
+            raise LakeError(f"{loc}: version {version} does not exist (latest is {latest})") from None
+        raise LakeError(f"{loc}: cannot load version {version}: {exc}") from exc
     try:
-        if version is not None:
-            latest = table.version()
-            if version > latest:
-                raise LakeError(f"{loc}: version {version} does not exist (latest is {latest})")
-            if version != latest:
-                table.load_as_version(version)
-        elif timestamp is not None:
+        if timestamp is not None:
             when = _as_utc(timestamp, loc)
             table.load_as_version(when)
             _check_not_before(loc, table.version(), when)

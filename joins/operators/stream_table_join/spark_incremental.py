@@ -115,20 +115,20 @@ class StreamTableJoinStep:
         return stream_cols
 
     def step(self, ctx: StepContext) -> StepResult:
-        from pyspark.sql import functions as F
-
         spec, cols = self.spec, self.cols
         carry = ctx.carry
         raw_new = ctx.changes("stream")
         value_cols = list(cols.resolve_stream_values(raw_new))
         stream_cols = self.stream_columns(value_cols)
         require(raw_new, stream_cols, what=f"stream_source {ctx.source_path('stream')!r}")
-        key_col = cols.lookup_key_column(spec)
-        new = raw_new.select(*stream_cols).withColumn(TABLE_KEY, F.col(key_col))
+        # One projection each (every DataFrame call is an analysis on the driver).
+        carried = [*(ident(c) for c in stream_cols),
+                   f"{ident(cols.lookup_key_column(spec))} AS {TABLE_KEY}"]
+        new = raw_new.selectExpr(*carried)
         buffer = None
         if spec.grace_ms is not None:
-            state = ctx.state(BUFFER, columns=stream_cols)
-            buffer = None if state is None else state.withColumn(TABLE_KEY, F.col(key_col))
+            state = ctx.state(BUFFER)
+            buffer = None if state is None else state.selectExpr(*carried)
         decided = self.decider(value_cols, stream_cols).decide(
             ctx, new, buffer, ctx.change_stats("stream"), int(carry.get(BUFFERED, 0)))
         decision, row = decided.decision, decided.counts
