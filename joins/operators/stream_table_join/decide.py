@@ -75,7 +75,7 @@ class Decider:
             with ctx.phase("decide"):
                 frame = decide_in_one_task(new, buffer, self.spec, stream_cols=self.stream_cols,
                                            value_cols=self.value_cols, ts=self.ts, seq=self.seq,
-                                           stream_time_before=before)
+                                           stream_time_before=before, batch_id=ctx.batch_id)
                 metrics = decision_metrics(self.ts, self.seq)
                 try:
                     decided, counts = ctx.checkpoint_counted(frame, metrics, f"{self.name}_decide")
@@ -86,7 +86,7 @@ class Decider:
                         raise
                     raise found from None
             decision = sequential_decision(decided, counts, self.spec, stream_cols=self.stream_cols,
-                                           ts=self.ts, stream_time_before=before)
+                                           ts=self.ts, stream_time_before=before, stamped=True)
             return BatchDecision(decision, counts, lambda: None)
         return self._set_wise(ctx, new, buffer, stats, before)
 

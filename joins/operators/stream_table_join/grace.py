@@ -33,7 +33,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, REASON, TABLE_KEY
+from joins.operators.stream_table_join.columns import BATCH_ID, EMIT_SEQ, LATE, REASON, TABLE_KEY
 from joins.operators.stream_table_join.late import late_reason
 from joins.operators.stream_table_join.prefix import (
     BLOCK,
@@ -91,6 +91,9 @@ class Decision:
     late: str
     stream_time_after: int | None
     evict_bound: int | None        # records with ts <= this were evicted (None: none)
+    # `decided` carries BATCH_ID (the one-task path stamps it: a per-batch value in a row,
+    # where a literal in the output projection would change its generated code every batch).
+    stamped: bool = False
 
     def with_decided(self, frame: DataFrame) -> Decision:
         """The same decision read from `frame` (e.g. a checkpoint of `decided`)."""
@@ -98,11 +101,13 @@ class Decision:
 
     @property
     def to_join(self) -> DataFrame:
-        """Stream columns + TABLE_KEY, EMIT_SEQ, LATE: the records joined in this batch."""
+        """Stream columns + TABLE_KEY, EMIT_SEQ, LATE (+ BATCH_ID when stamped): the records
+        joined in this batch."""
         from joins.spark.exprs import ident
 
+        stamp = (BATCH_ID,) if self.stamped else ()
         return self.decided.where(f"{FATE} = '{JOIN_FATE}'").selectExpr(
-            *(ident(c) for c in (*self.stream_cols, TABLE_KEY, EMIT_SEQ, LATE)))
+            *(ident(c) for c in (*self.stream_cols, TABLE_KEY, EMIT_SEQ, LATE, *stamp)))
 
     @property
     def quarantine(self) -> DataFrame | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from joins.errors import InputRecordError
-from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
+from joins.operators.stream_table_join.columns import BATCH_ID, EMIT_SEQ, LATE, TABLE_KEY
 from joins.operators.stream_table_join.grace import (
     CLASS,
     FATE,
@@ -71,9 +71,10 @@ def fits(new_rows: int | None, buffered: int, limit: int = SEQUENTIAL_MAX_ROWS) 
 
 def decide_in_one_task(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
                        stream_cols: list[str], value_cols: list[str], ts: str, seq: str,
-                       stream_time_before: int | None) -> DataFrame:
+                       stream_time_before: int | None, batch_id: int | None = None) -> DataFrame:
     """The decided frame (see the module docstring) of `new` and `buffer` (both hold
-    `stream_cols` plus TABLE_KEY). Lazy: the caller materializes it once."""
+    `stream_cols` plus TABLE_KEY), each row stamped with BATCH_ID = `batch_id` when given.
+    Lazy: the caller materializes it once."""
     from pyspark.sql import types as T
 
     from joins.spark.exprs import ident
@@ -87,11 +88,13 @@ def decide_in_one_task(new: DataFrame, buffer: DataFrame | None, spec: StreamTab
                            T.StructField(P_BEFORE, T.LongType()),
                            T.StructField(FATE, T.StringType()),
                            T.StructField(EMIT_SEQ, T.LongType()),
-                           T.StructField(LATE, T.BooleanType(), False)])
+                           T.StructField(LATE, T.BooleanType(), False),
+                           *([T.StructField(BATCH_ID, T.LongType(), False)]
+                             if batch_id is not None else [])])
     late_fate = {"join": JOIN_FATE, "quarantine": QUARANTINE_FATE}.get(spec.late)
     kernel = _kernel(grace_ms=spec.grace_ms, late_fate=late_fate, inner=spec.join == "inner",
                      value_cols=tuple(value_cols), ts=ts, seq=seq,
-                     stream_time_before=stream_time_before)
+                     stream_time_before=stream_time_before, batch_id=batch_id)
     return rows.coalesce(1).mapInArrow(kernel, schema)
 
 
@@ -112,17 +115,19 @@ def null_ts_record(arrival: int, *, ts: str, seq: str, source: str) -> InputReco
 
 def sequential_decision(decided: DataFrame, metrics: dict[str, Any], spec: StreamTableJoinSpec,
                         *, stream_cols: list[str], ts: str,
-                        stream_time_before: int | None) -> Decision:
-    """The Decision of a materialized `decide_in_one_task` frame and its metrics."""
+                        stream_time_before: int | None, stamped: bool = False) -> Decision:
+    """The Decision of a materialized `decide_in_one_task` frame (`stamped`: given a batch
+    id) and its metrics."""
     top = metrics.get(MAX_ELIGIBLE)
     after = max_opt(stream_time_before, None if top is None else int(top))
     bound = None if spec.grace_ms is None or after is None else after - spec.grace_ms
-    return Decision(decided, None, tuple(stream_cols), ts, spec.grace_ms, spec.late, after, bound)
+    return Decision(decided, None, tuple(stream_cols), ts, spec.grace_ms, spec.late, after, bound,
+                    stamped)
 
 
 def _kernel(*, grace_ms: int | None, late_fate: str | None, inner: bool,
             value_cols: tuple[str, ...], ts: str, seq: str, stream_time_before: int | None,
-            ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+            batch_id: int | None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The task's function (shipped to the executor: plain values only in its closure)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -135,6 +140,9 @@ def _kernel(*, grace_ms: int | None, late_fate: str | None, inner: bool,
         decided = decide_rows(table, grace_ms=grace_ms, late_fate=late_fate, inner=inner,
                               value_cols=value_cols, ts=ts, seq=seq,
                               stream_time_before=stream_time_before)
+        if batch_id is not None:
+            decided = decided.append_column(BATCH_ID, pa.array([batch_id] * decided.num_rows,
+                                                                pa.int64()))
         yield from decided.to_batches()
 
     return run

@@ -158,9 +158,12 @@ class StreamTableJoinStep:
         if spec.table.versioned and side.stream_time is not None:
             bound = side.stream_time - spec.table.retention_ms
             beyond = f"{TABLE_KEY} IS NOT NULL AND {ident(cols.ts)} < CAST({bound} AS BIGINT)"
+        # Stamped on the rows where it can be: a literal batch id is written into the
+        # projection's generated code, so that code would be compiled anew every batch.
+        batch_id = BATCH_ID if decision.stamped else f"CAST({bid} AS BIGINT) AS {BATCH_ID}"
         columns = [*(ident(c) for c in stream_cols),
                    *(ident(table_value_name(c)) for c in side.value_cols), VALID_FROM,
-                   EMIT_SEQ, LATE, f"CAST({bid} AS BIGINT) AS {BATCH_ID}"]
+                   EMIT_SEQ, LATE, batch_id]
         emitted = matched if spec.join == "inner" else "true"
         output = Written(side.lookups, derive=lambda df: df.where(emitted).selectExpr(*columns),
                          metrics={"looked_up": F.expr("count(1)"), "matched": count_if(matched),
