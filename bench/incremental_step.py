@@ -20,7 +20,8 @@ then times `run_microbatch` on `--runs` batches of `--batch` new events each (ke
 the table's keys, event times just after the history, slightly out of order, a grace period
 covering the disorder) plus `--table-updates` new table versions landed before each batch.
 The median per size and the ratio of the largest size to the smallest are printed and saved to
-bench/results/incremental_step.json.
+bench/results/incremental_step.json (or --results). --held-max-rows 0 times the batches with the
+table's history narrowed to each batch's keys instead of held from batch to batch.
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def floor_batch(spark: SparkSession, stream: str, table: str, out: str) -> float
 
 
 def run_size(spark: SparkSession, history: int, *, batch: int, runs: int, table_updates: int,
-             workdir: Path) -> SizeResult:
+             workdir: Path, held_max_rows: int | None = None) -> SizeResult:
     from joins.lake import write_delta
     from joins.operators.stream_table_join.spark_incremental import JoinPaths, run_microbatch
 
@@ -188,7 +189,9 @@ def run_size(spark: SparkSession, history: int, *, batch: int, runs: int, table_
         seq += batch
         t_next += BATCH_SPAN_MS
         started = time.perf_counter()
-        report = run_microbatch(spark, spec, paths, stream_source=stream, table_source=str(table))
+        held = {} if held_max_rows is None else {"held_max_rows": held_max_rows}
+        report = run_microbatch(spark, spec, paths, stream_source=stream, table_source=str(table),
+                                **held)
         elapsed = time.perf_counter() - started
         floor = floor_batch(spark, stream, str(table), str(run_dir / "floor"))
         if n < 2:
@@ -218,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="timed micro-batches per size")
     parser.add_argument("--table-updates", type=int, default=100,
                         help="new table versions landed before each batch")
+    parser.add_argument("--held-max-rows", type=int, default=None,
+                        help="run_microbatch's held_max_rows (default: its own; 0 = the table's "
+                             "history is never held, each batch narrows it to its keys)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where to save the results")
     args = parser.parse_args(argv)
     sizes = [int(s.replace("_", "")) for s in args.history.split(",") if s]
     batches = [int(s.replace("_", "")) for s in args.batch.split(",") if s]
@@ -229,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="incremental-step-", dir=DATA))
     try:
         results = [run_size(spark, h, batch=b, runs=args.runs, table_updates=args.table_updates,
-                            workdir=workdir) for b in batches for h in sizes]
+                            workdir=workdir, held_max_rows=args.held_max_rows)
+                   for b in batches for h in sizes]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(f"\n{'batch':>7} {'history':>12} {'median s':>9} {'floor s':>8} {'/floor':>7} "
@@ -241,10 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         phases = ", ".join(f"{k} {v:.2f}" for k, v in r.phases_s.items())
         print(f"{r.batch:>7,} {r.history:>12,} {r.median_s:>9.2f} {r.floor_median_s:>8.2f} "
               f"{r.ratio_to_floor:>7.2f} {r.ratio_to_smallest:>9.2f}  {phases}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps({
         "command": "python -m bench.incremental_step " + " ".join(sys.argv[1:] if argv is None else argv),
         "runs": args.runs, "table_updates": args.table_updates,
+        "held_max_rows": args.held_max_rows,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "load_average": os.getloadavg()},
         "targets": {"10k_on_100k_s": 2.0, "100_s": 1.0, "10M_over_100k": TARGET_RATIO,
