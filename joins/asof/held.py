@@ -5,11 +5,14 @@ gained since the batch before, not its whole history again.
 A Kafka Streams task keeps its versioned store on local disk and reads the changelog topic only
 to restore it; here the Delta table is the changelog and the driver's memory the store. What is
 held is one table (its Delta table id) at one version, per holder (one join's table side). A
-batch that starts where the held version ends merges the new versions in (one small Spark job,
-none when the table gained nothing); anything else (the first batch in a process, a table that
-was rewritten meanwhile, a holder that fell behind or ran ahead) indexes the whole table, if it
-has at most `max_rows` versions, or returns None: the caller then indexes per batch as before.
-Answers never depend on what is held: the held index and a fresh one are the same index.
+batch that starts at or after the held version merges the versions since in (one small Spark
+job, none when the table gained nothing); anything else (the first batch in a process, another
+table at the same path, a table rewritten meanwhile, a holder that ran ahead) indexes the whole
+table, if it has at most `max_rows` versions, or returns None: the caller then indexes per batch
+as before.
+All holders of a process together keep at most 4M versions (`IndexCache.TOTAL_MAX_ROWS`; the
+least recently used give way, and read their table again at their next batch). Answers never
+depend on what is held: the held index and a fresh one are the same index.
 """
 
 from __future__ import annotations

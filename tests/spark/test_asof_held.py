@@ -157,3 +157,20 @@ def test_a_put_repeated_with_one_sequence_is_named(spark: Any) -> None:
     with pytest.raises(InputRecordError) as info:
         held_join(spark, log, uuid.uuid4().hex, [(0, 7, 5, 0)], "long", None)
     assert "7" in str(info.value) and "ts" in str(info.value)
+
+
+def test_the_least_recently_used_holder_gives_way(spark: Any) -> None:
+    cache = spark._jvm.temporaljoins.IndexCache
+    first, second = VersionsLog(), VersionsLog()
+    first.append([(1, 1, False, 1, 0, "a"), (2, 1, False, 1, 1, "b"), (3, 1, False, 1, 2, "c")])
+    second.append([(1, 2, False, 1, 0, "x"), (2, 2, False, 1, 1, "y"), (3, 2, False, 1, 2, "z")])
+    holders = uuid.uuid4().hex, uuid.uuid4().hex
+    old = cache.limit(5)  # room for one of the two histories
+    try:
+        for log, holder in zip((first, second, first), (*holders, holders[0]), strict=True):
+            assert answers(held_join(spark, log, holder, [(0, 2, 5, 0)], "long", None)) \
+                == brute_force([(0, 2, 5, 0)], log.latest_puts(), how="left")
+        # The first holder gave way when the second took its place: it read its table again.
+        assert (first.history_reads, second.history_reads) == (2, 1)
+    finally:
+        cache.limit(old)

@@ -18,24 +18,34 @@ import org.apache.spark.sql.types.StructType;
  * anew at the same path is another table) at one version; it is used only by a batch that starts
  * exactly there, and a batch that cannot (a first batch, another process's batch, a table rewritten
  * by a compaction) builds from the whole table instead. Only histories of at most maxRows versions
- * are kept, so that the driver's memory and the per-batch broadcast stay small.
+ * are kept, so that the driver's memory and the per-batch broadcast stay small, and all holders
+ * together keep at most TOTAL_MAX_ROWS: a process running many joins (a Dagster run worker) lets
+ * the least recently used ones go (their next batch reads the whole table again).
  */
 public final class IndexCache {
   private IndexCache() {}
+
+  /** Versions held by all holders together; the least recently used holders give way above it. */
+  static final long TOTAL_MAX_ROWS = 4_000_000L;
+
+  private static long totalMaxRows = TOTAL_MAX_ROWS;
 
   private static final class Entry {
     final String tableId;
     final long version;
     final Runs.Run run;
+    final long used;
 
-    Entry(String tableId, long version, Runs.Run run) {
+    Entry(String tableId, long version, Runs.Run run, long used) {
       this.tableId = tableId;
       this.version = version;
       this.run = run;
+      this.used = used;
     }
   }
 
   private static final ConcurrentHashMap<String, Entry> ENTRIES = new ConcurrentHashMap<>();
+  private static long clock = 0;
 
   /** The table version held under key for the table tableId, or -1. */
   public static long version(String key, String tableId) {
@@ -78,10 +88,47 @@ public final class IndexCache {
     // A batch that reads the version held (its table gained nothing) runs no Spark job.
     Runs.Run all = base != null && from == version ? base : versions.collect(frame, base);
     if (all.n <= maxRows) {
-      ENTRIES.put(key, new Entry(tableId, version, all));
+      hold(key, new Entry(tableId, version, all, tick()));
     } else {
       ENTRIES.remove(key);
     }
     return versions.broadcast(all, hasRetention, retention, hasStreamTime, streamTime);
+  }
+
+  private static synchronized long tick() {
+    return ++clock;
+  }
+
+  /** Holds entry under key; the least recently used other holders go while all hold too much. */
+  private static synchronized void hold(String key, Entry entry) {
+    ENTRIES.put(key, entry);
+    long total = 0;
+    for (Entry e : ENTRIES.values()) total += e.run.n;
+    while (total > totalMaxRows) {
+      String oldest = null;
+      long oldestUse = Long.MAX_VALUE;
+      for (java.util.Map.Entry<String, Entry> e : ENTRIES.entrySet()) {
+        if (!e.getKey().equals(key) && e.getValue().used < oldestUse) {
+          oldest = e.getKey();
+          oldestUse = e.getValue().used;
+        }
+      }
+      if (oldest == null) return;  // only this holder: its own bound (maxRows) applies
+      total -= ENTRIES.remove(oldest).run.n;
+    }
+  }
+
+  /** Sets how many versions all holders together keep (TOTAL_MAX_ROWS by default); returns the old. */
+  public static synchronized long limit(long rows) {
+    long old = totalMaxRows;
+    totalMaxRows = rows;
+    return old;
+  }
+
+  /** Versions held by all holders together (for tests and monitoring). */
+  public static synchronized long heldRows() {
+    long total = 0;
+    for (Entry e : ENTRIES.values()) total += e.run.n;
+    return total;
   }
 }
