@@ -9,10 +9,10 @@ batch that starts at or after the held version merges the versions since in (one
 job, none when the table gained nothing); anything else (the first batch in a process, another
 table at the same path, a table rewritten meanwhile, a holder that ran ahead) indexes the whole
 table, if it has at most `max_rows` versions, or returns None: the caller then indexes per batch
-as before.
-All holders of a process together keep at most 4M versions (`IndexCache.TOTAL_MAX_ROWS`; the
-least recently used give way, and read their table again at their next batch). Answers never
-depend on what is held: the held index and a fresh one are the same index.
+as before. All holders of a process together keep at most 4M versions
+(`IndexCache.TOTAL_MAX_ROWS`; the least recently used give way, and read their table again at
+their next batch). Answers never depend on what is held: the held index and a fresh one are the
+same index.
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-# Above this many versions the history is not held: the driver's memory and the broadcast of
-# the index every batch grow with it (measured: 100k versions ~5 MB). Larger tables are
-# narrowed to each batch's keys instead (joins.operators.stream_table_join.history).
+# Above this many versions the history is not held: the driver's memory (about 40 bytes per
+# version plus its values) and the broadcast of the index every batch grow with it; at 1M
+# versions holding and narrowing measured about even (docs/stream_table_incremental.md).
+# Larger tables are narrowed to each batch's keys instead (stream_table_join.history).
 HELD_MAX_ROWS = 1_000_000
 
 
