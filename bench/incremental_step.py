@@ -39,6 +39,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from joins.asof import HELD_MAX_ROWS
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -161,7 +163,7 @@ def floor_batch(spark: SparkSession, stream: str, table: str, out: str) -> float
 
 
 def run_size(spark: SparkSession, history: int, *, batch: int, runs: int, table_updates: int,
-             workdir: Path, held_max_rows: int | None = None) -> SizeResult:
+             workdir: Path, held_max_rows: int = HELD_MAX_ROWS) -> SizeResult:
     from joins.lake import write_delta
     from joins.operators.stream_table_join.spark_incremental import JoinPaths, run_microbatch
 
@@ -189,9 +191,8 @@ def run_size(spark: SparkSession, history: int, *, batch: int, runs: int, table_
         seq += batch
         t_next += BATCH_SPAN_MS
         started = time.perf_counter()
-        held = {} if held_max_rows is None else {"held_max_rows": held_max_rows}
         report = run_microbatch(spark, spec, paths, stream_source=stream, table_source=str(table),
-                                **held)
+                                held_max_rows=held_max_rows)
         elapsed = time.perf_counter() - started
         floor = floor_batch(spark, stream, str(table), str(run_dir / "floor"))
         if n < 2:
@@ -221,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="timed micro-batches per size")
     parser.add_argument("--table-updates", type=int, default=100,
                         help="new table versions landed before each batch")
-    parser.add_argument("--held-max-rows", type=int, default=None,
+    parser.add_argument("--held-max-rows", type=int, default=HELD_MAX_ROWS,
                         help="run_microbatch's held_max_rows (default: its own; 0 = the table's "
                              "history is never held, each batch narrows it to its keys)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where to save the results")

@@ -110,10 +110,7 @@ def held_lookup(lookups: DataFrame, held: HeldTable, *, cols: JoinColumns,
     (`joins.asof.held`): None where it is not held and too large to hold (or the index cannot
     run here), and the caller narrows the history to the batch's keys instead."""
     from joins.asof import held_asof_join
-    from joins.spark import jvm
 
-    if jvm.unavailable_reason(lookups.sparkSession) is not None:
-        return None
     return held_asof_join(lookups, held, stream_key=TABLE_KEY, stream_ts=cols.ts,
                           table_key=cols.table_key, table_ts=cols.table_ts, how="left",
                           table_value_cols=[table_value_name(c) for c in value_cols],
@@ -183,7 +180,10 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
         rows_in, stream_time = _versioned_summary(ctx, cols, stats)
         retention = table_retention(spec, ctx.source_path("table"))
         lookups = None
-        if strategy == "auto" and held_max_rows > 0:
+        from joins.spark import jvm
+
+        # Without the JVM index nothing is held: no table identity is read for it either.
+        if strategy == "auto" and held_max_rows > 0 and jvm.unavailable_reason(ctx.spark) is None:
             held = held_table(ctx, cols, value_cols, schema, held_max_rows)
             lookups = held_lookup(to_join, held, cols=cols,
                                   value_cols=value_cols, history_retention_ms=retention,
