@@ -39,6 +39,7 @@ from joins.operators.stream_table_join.spec import (
     StreamTableRecord,
     parse_stream_table_record,
 )
+from tests.spark.test_asof_join import INDEX_RUNS
 
 pytestmark = pytest.mark.spark
 
@@ -169,10 +170,15 @@ def grace_batches(draw: st.DrawFn) -> dict[str, Any]:
             "block_rows": draw(st.sampled_from([1, 2, 3, 1000]))}
 
 
+# The JVM's kernel runs where the as-of index does (a classic session with the engine's jar).
+PATHS = ["set-wise", "jvm", "python"] if INDEX_RUNS else ["set-wise", "python"]
+
+
 def decide_spark(spark: Any, case: dict[str, Any], *, grace: int | None = None,
-                 sequential: bool = False):
+                 path: str = "set-wise"):
     """`case` decided by the set-wise path (`grace.decide`) or record at a time in one task
-    (`sequential.py`), read back as `simulate_buffer` says it."""
+    (`sequential.py`, by the JVM's kernel or the Python worker's), read back as
+    `simulate_buffer` says it."""
     from pyspark.sql import functions as F
 
     grace = case["grace"] if grace is None else grace
@@ -182,9 +188,10 @@ def decide_spark(spark: Any, case: dict[str, Any], *, grace: int | None = None,
                                 STREAM_SCHEMA).withColumn(TABLE_KEY, F.col("key"))
     buf = spark.createDataFrame([("k", "v", ts, "d", seq) for ts, seq in case["buffered"]],
                                 STREAM_SCHEMA).withColumn(TABLE_KEY, F.col("key"))
-    if sequential:
+    if path != "set-wise":
         frame = decide_in_one_task(new, buf, spec, stream_cols=STREAM_COLS, value_cols=["value"],
-                                   ts="ts", seq="_seq", stream_time_before=case["stream_time"])
+                                   ts="ts", seq="_seq", stream_time_before=case["stream_time"],
+                                   kernel=path)
         metrics = {MAX_ELIGIBLE: max_eligible_metric("ts")}
         row = frame.agg(*(e.alias(n) for n, e in metrics.items())).first().asDict()
         d = sequential_decision(frame.localCheckpoint(), row, spec, stream_cols=STREAM_COLS,
@@ -203,27 +210,76 @@ def decide_spark(spark: Any, case: dict[str, Any], *, grace: int | None = None,
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(case=grace_batches(), sequential=st.booleans())
+@given(case=grace_batches(), path=st.sampled_from(PATHS))
 def test_batch_decision_equals_record_at_a_time_buffer(spark: Any, case: dict[str, Any],
-                                                       sequential: bool) -> None:
+                                                       path: str) -> None:
     """Late records, evictions (and the put that evicted each), quarantine reasons, what stays
-    buffered and the stream time: decided set-wise, or in one task, exactly as one record at a
-    time."""
+    buffered and the stream time: decided set-wise, or in one task (either kernel), exactly as
+    one record at a time."""
     want = simulate_buffer(case["records"], case["buffered"], case["grace"], case["stream_time"],
                            case["late"])
     want = (want[0], sorted(want[1]), want[2], want[3])
-    assert decide_spark(spark, case, sequential=sequential) == want
+    assert decide_spark(spark, case, path=path) == want
 
 
-@pytest.mark.parametrize("sequential", [False, True], ids=["set-wise", "one task"])
-def test_a_wrong_grace_is_caught(spark: Any, sequential: bool) -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_a_wrong_grace_is_caught(spark: Any, path: str) -> None:
     """The comparison above can fail: the same batch decided with grace off by one differs."""
     case = {"grace": 2, "stream_time": 10, "buffered": [(9, -1)], "late": "join", "block_rows": 1,
             "records": [("v", 12, 1), ("v", 10, 2), ("v", 15, 4), ("v", 11, 5)]}
     want = simulate_buffer(case["records"], case["buffered"], 2, 10, "join")
-    assert decide_spark(spark, case, sequential=sequential) == (want[0], want[1], want[2], want[3])
-    assert decide_spark(spark, case, grace=3, sequential=sequential) != \
-        (want[0], want[1], want[2], want[3])
+    assert decide_spark(spark, case, path=path) == (want[0], want[1], want[2], want[3])
+    assert decide_spark(spark, case, grace=3, path=path) != (want[0], want[1], want[2], want[3])
+
+
+@st.composite
+def kernel_cases(draw: st.DrawFn) -> dict[str, Any]:
+    """Batches for the two one-task kernels: null values, null table keys, null ts on records
+    that are skipped anyway (a null ts elsewhere fails the batch), inner and left joins, with
+    and without grace, every late mode, a batch id or none."""
+    grace = draw(st.sampled_from([None, 0, 1, 3]))
+    before = draw(st.one_of(st.none(), st.integers(5, 10)))
+    inner = draw(st.booleans())
+    rows = []
+    if grace and before is not None:
+        for n, ts in enumerate(draw(st.lists(st.integers(before - grace + 1, before), max_size=2))):
+            rows.append(("k", "v", ts, -10 + n, "k", True))
+    seq = 0
+    for _ in range(draw(st.integers(0, 9))):
+        seq += draw(st.integers(1, 3))
+        value = draw(st.sampled_from(["v", "v", None]))
+        table_key = draw(st.sampled_from(["k", "k", None]))
+        skipped = value is None or (inner and table_key is None)
+        ts = draw(st.one_of(st.none(), st.integers(0, 16)) if skipped else st.integers(0, 16))
+        rows.append(("k", value, ts, seq, table_key, False))
+    return {"rows": rows, "grace": grace, "before": before, "inner": inner,
+            "late": "join" if grace is None else draw(st.sampled_from(["join", "drop", "quarantine"])),
+            "batch_id": draw(st.sampled_from([None, 7]))}
+
+
+@pytest.mark.skipif(not INDEX_RUNS, reason="the JVM's kernel needs the engine's JVM classes")
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=kernel_cases())
+def test_one_task_kernels_agree(spark: Any, case: dict[str, Any]) -> None:
+    """The JVM's kernel (`temporaljoins.GraceDecision`) decides every row as the Python
+    worker's (the reference's GraceBuffer, held equal to one record at a time above): every
+    column of every row, buffered ones included."""
+    schema = "key string, value string, ts long, event_date string, _seq long, " \
+             f"{TABLE_KEY} string"
+    spec = spec_of({"join": "inner" if case["inner"] else "left",
+                    "table": {"versioned": True, "history_retention_ms": 100},
+                    "grace_ms": case["grace"], "late": case["late"]})
+
+    def frame(buffered: bool) -> Any:
+        return spark.createDataFrame([(k, v, ts, "d", seq, tk) for k, v, ts, seq, tk, b
+                                      in case["rows"] if b == buffered], schema)
+
+    decided = {kernel: sorted((tuple(r) for r in decide_in_one_task(
+        frame(False), frame(True), spec, stream_cols=STREAM_COLS, value_cols=["value"], ts="ts",
+        seq="_seq", stream_time_before=case["before"], batch_id=case["batch_id"],
+        kernel=kernel).collect()), key=repr) for kernel in ("jvm", "python")}
+    assert decided["jvm"] == decided["python"]
+    assert len(decided["jvm"]) == len(case["rows"])
 
 
 def test_prefix_stream_time_over_many_sparse_blocks(spark: Any) -> None:
