@@ -100,8 +100,11 @@ def scan_files(spark: SparkSession, loc: TableLocation, schema: T.StructType,
     if origin:
         frame = frame.withColumn(ORIGIN_FILE, F.regexp_replace(_decoded_file(), _URI_PREFIX, "")) \
             .withColumn(ORIGIN_ROW, F.col("_metadata.row_index"))
+    out = [*wanted, *extra]
+    if frame.columns == out:
+        return frame  # no Dataset call (each is an analysis on the driver)
     # selectExpr: one JVM call per name (a Column costs three).
-    return frame.selectExpr(*(ident(c) for c in [*wanted, *extra]))
+    return frame.selectExpr(*(ident(c) for c in out))
 
 
 def _parquet(spark: SparkSession, reader: DataFrameReader, paths: list[str]) -> DataFrame:

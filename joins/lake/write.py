@@ -216,7 +216,11 @@ def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: st
         # Spark's default INT96 timestamps are deprecated in Parquet and read back differently
         # by other Delta readers; Delta writers use INT64 microseconds.
         spark.conf.set(_TIMESTAMP_CONF, "TIMESTAMP_MICROS")
-    data = df.selectExpr(*[_guarded(c, plan) for c in plan.columns])
+    data = df
+    if df.columns != plan.columns or plan.not_null:
+        # Every Dataset call is an analysis on the driver (a few ms of a micro-batch): a frame
+        # that is already the table's columns in order, with nothing to check, is written as is.
+        data = df.selectExpr(*[_guarded(c, plan) for c in plan.columns])
     # "error", not its synonym "errorifexists": the Spark Connect client knows only the former.
     writer = data.write.mode("error").option(
         "mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    from pyspark.sql import Column, SparkSession
 
 
 def ident(name: str) -> str:
@@ -33,3 +33,18 @@ def count_if(cond: Column | str) -> Column:
     if isinstance(cond, str):
         return F.expr(f"count_if({cond})")
     return F.count_if(cond)
+
+
+def bigint_constant(spark: SparkSession, value: int) -> Column:
+    """`value` as a BIGINT column that whole-stage code generation does not write into a
+    stage's Java source (`temporaljoins.Constant`): a value that changes every micro-batch
+    would otherwise have the stage compiled anew every batch. A literal where the engine's
+    JVM classes are not loaded (Spark Connect)."""
+    from pyspark.sql import Column as _Column
+    from pyspark.sql import functions as F
+
+    from joins.spark import jvm
+
+    if jvm.unavailable_reason(spark) is not None:
+        return F.lit(value).cast("long")
+    return _Column(spark._jvm.temporaljoins.Constant.bigint(value))  # type: ignore[attr-defined]

@@ -33,7 +33,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from joins.operators.stream_table_join.columns import BATCH_ID, EMIT_SEQ, LATE, REASON, TABLE_KEY
+from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, REASON, TABLE_KEY
 from joins.operators.stream_table_join.late import late_reason
 from joins.operators.stream_table_join.prefix import (
     BLOCK,
@@ -101,13 +101,11 @@ class Decision:
 
     @property
     def to_join(self) -> DataFrame:
-        """Stream columns + TABLE_KEY, EMIT_SEQ, LATE (+ BATCH_ID when stamped): the records
-        joined in this batch."""
-        from joins.spark.exprs import ident
-
-        stamp = (BATCH_ID,) if self.stamped else ()
-        return self.decided.where(f"{FATE} = '{JOIN_FATE}'").selectExpr(
-            *(ident(c) for c in (*self.stream_cols, TABLE_KEY, EMIT_SEQ, LATE, *stamp)))
+        """The records joined in this batch: stream columns + TABLE_KEY, EMIT_SEQ, LATE
+        (+ BATCH_ID when stamped), and the decision's own columns (CLASS, P_BEFORE, FATE),
+        which the output's projection leaves out (not projected away here: every Dataset call
+        is an analysis on the driver, a few ms of a micro-batch)."""
+        return self.decided.where(f"{FATE} = '{JOIN_FATE}'")
 
     @property
     def quarantine(self) -> DataFrame | None:

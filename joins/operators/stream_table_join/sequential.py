@@ -90,21 +90,25 @@ def decide_in_one_task(new: DataFrame, buffer: DataFrame | None, spec: StreamTab
     loaded: not over Spark Connect)."""
     from joins.spark.exprs import ident
 
-    carried = [ident(c) for c in (*stream_cols, TABLE_KEY)]
+    columns = [*stream_cols, TABLE_KEY]
+    carried = [ident(c) for c in columns]
+    late_fate = {"join": JOIN_FATE, "quarantine": QUARANTINE_FATE}.get(spec.late)
+    if kernel == "jvm" or (kernel == "auto" and _jvm_can_decide(new, ts, seq)):
+        # The JVM brings both sides into one task itself (no union, no coalesce, no tagging
+        # projection: each a Dataset call, an analysis on the driver).
+        sides = [f if f.columns == columns else f.selectExpr(*carried)
+                 for f in ([new] if buffer is None else [new, buffer])]
+        return _decide_in_jvm(sides[0], None if buffer is None else sides[1], spec,
+                              value_cols=value_cols, ts=ts, seq=seq, late_fate=late_fate,
+                              stream_time_before=stream_time_before, batch_id=batch_id)
     rows = new.selectExpr(*carried, f"false AS {_BUFFERED}")
     if buffer is not None:
         rows = rows.unionByName(buffer.selectExpr(*carried, f"true AS {_BUFFERED}"))
-    fields = rows.schema.fields
-    late_fate = {"join": JOIN_FATE, "quarantine": QUARANTINE_FATE}.get(spec.late)
-    one = rows.coalesce(1)
-    if kernel == "jvm" or (kernel == "auto" and _jvm_can_decide(one, fields, ts, seq)):
-        return _decide_in_jvm(one, spec, value_cols=value_cols, ts=ts, seq=seq,
-                              late_fate=late_fate, stream_time_before=stream_time_before,
-                              batch_id=batch_id)
     task = _kernel(grace_ms=spec.grace_ms, late_fate=late_fate, inner=spec.join == "inner",
                    value_cols=tuple(value_cols), ts=ts, seq=seq,
                    stream_time_before=stream_time_before, batch_id=batch_id)
-    return one.mapInArrow(task, _decided_schema(fields, stamped=batch_id is not None))
+    return rows.coalesce(1).mapInArrow(task, _decided_schema(rows.schema.fields,
+                                                             stamped=batch_id is not None))
 
 
 def _decided_schema(fields: list[StructField], *, stamped: bool) -> StructType:
@@ -119,31 +123,32 @@ def _decided_schema(fields: list[StructField], *, stamped: bool) -> StructType:
                          *([T.StructField(BATCH_ID, T.LongType(), False)] if stamped else [])])
 
 
-def _jvm_can_decide(rows: DataFrame, fields: list[StructField], ts: str, seq: str) -> bool:
+def _jvm_can_decide(new: DataFrame, ts: str, seq: str) -> bool:
     from pyspark.sql import types as T
 
     from joins.spark import jvm
 
     integral = (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
-    types = {f.name: f.dataType for f in fields}
+    types = {f.name: f.dataType for f in new.schema.fields}
     return (isinstance(types[ts], integral) and isinstance(types[seq], integral)
-            and jvm.unavailable_reason(rows.sparkSession) is None)
+            and jvm.unavailable_reason(new.sparkSession) is None)
 
 
-def _decide_in_jvm(rows: DataFrame, spec: StreamTableJoinSpec, *, value_cols: list[str], ts: str,
-                   seq: str, late_fate: str | None, stream_time_before: int | None,
-                   batch_id: int | None) -> DataFrame:
+def _decide_in_jvm(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJoinSpec, *,
+                   value_cols: list[str], ts: str, seq: str, late_fate: str | None,
+                   stream_time_before: int | None, batch_id: int | None) -> DataFrame:
     """`decide_rows`'s decision made by `temporaljoins.GraceDecision`, which takes the class and
-    fate names from here so that they are written once."""
+    fate names from here so that they are written once. `new` and `buffer`: the same columns."""
     from pyspark.sql import DataFrame as _DataFrame
 
-    spark = rows.sparkSession
-    cols = rows.columns
+    spark = new.sparkSession
+    cols = new.columns
     jdf = spark._jvm.temporaljoins.GraceDecision.decide(  # type: ignore[attr-defined]
-        rows._jdf, cols.index(ts), cols.index(seq), cols.index(TABLE_KEY), cols.index(_BUFFERED),
-        [cols.index(c) for c in value_cols], spec.grace_ms is not None, spec.grace_ms or 0,
-        late_fate, spec.join == "inner", stream_time_before is not None, stream_time_before or 0,
-        batch_id is not None, batch_id or 0, [CLASS, P_BEFORE, FATE, EMIT_SEQ, LATE, BATCH_ID],
+        new._jdf, None if buffer is None else buffer._jdf, cols.index(ts), cols.index(seq),
+        cols.index(TABLE_KEY), [cols.index(c) for c in value_cols], spec.grace_ms is not None,
+        spec.grace_ms or 0, late_fate, spec.join == "inner", stream_time_before is not None,
+        stream_time_before or 0, batch_id is not None, batch_id or 0,
+        [CLASS, P_BEFORE, FATE, EMIT_SEQ, LATE, BATCH_ID],
         [SKIPPED_NULL_VALUE, SKIPPED_NULL_KEY, LATE_CLASS, PUT, JOINED], [JOIN_FATE, KEEP_FATE],
         _NULL_TS_MARKER)
     return _DataFrame(jdf, spark)

@@ -60,10 +60,10 @@ from joins.operators.stream_table_join.table_side import (
     lookup_table,
     table_value_name,
 )
-from joins.spark.exprs import count_if, ident
+from joins.spark.exprs import bigint_constant, count_if, ident
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
 
     from joins.operators.stream_table_join.spec import StreamTableJoinSpec
 
@@ -156,27 +156,30 @@ class StreamTableJoinStep:
         spec, cols, bid = self.spec, self.cols, ctx.batch_id
         # SQL text: a few JVM calls for the whole projection (joins.spark.exprs).
         matched = f"{VALID_FROM} IS NOT NULL"
-        beyond = "false"
+        beyond: Column | str = "false"
         if spec.table.versioned and side.stream_time is not None:
-            bound = side.stream_time - spec.table.retention_ms
-            beyond = f"{TABLE_KEY} IS NOT NULL AND {ident(cols.ts)} < CAST({bound} AS BIGINT)"
+            # Not a literal: the stage would be compiled anew every batch (its bound moves).
+            bound = bigint_constant(ctx.spark, side.stream_time - spec.table.retention_ms)
+            beyond = F.col(TABLE_KEY).isNotNull() & (F.col(ident(cols.ts)) < bound)
         # Stamped on the rows where it can be: a literal batch id is written into the
         # projection's generated code, so that code would be compiled anew every batch.
         batch_id = BATCH_ID if decision.stamped else f"CAST({bid} AS BIGINT) AS {BATCH_ID}"
         columns = [*(ident(c) for c in stream_cols),
                    *(ident(table_value_name(c)) for c in side.value_cols), VALID_FROM,
                    EMIT_SEQ, LATE, batch_id]
-        emitted = matched if spec.join == "inner" else "true"
-        output = Written(side.lookups, derive=lambda df: df.where(emitted).selectExpr(*columns),
+        inner = spec.join == "inner"  # a left join emits every row: no `where("true")`
+        output = Written(side.lookups,
+                         derive=lambda df: (df.where(matched) if inner else df).selectExpr(*columns),
                          metrics={"looked_up": F.expr("count(1)"), "matched": count_if(matched),
                                   "late_joined": count_if(LATE), "beyond": count_if(beyond)})
+        # (Each frame built once: every DataFrame call is an analysis on the driver.)
         quarantine = None
-        if decision.quarantine is not None and int(stats[LATE_CLASS] or 0):
-            quarantine = Written(decision.quarantine.withColumn(BATCH_ID, F.lit(bid).cast("long")))
+        if int(stats[LATE_CLASS] or 0) and (late := decision.quarantine) is not None:
+            quarantine = Written(late.withColumn(BATCH_ID, F.lit(bid).cast("long")))
         state: dict[str, Written] = {}
         # Stream time moves only by a put, and only a put or a move changes the buffer.
-        if decision.buffer_after is not None and int(stats[PUT] or 0):
-            state[BUFFER] = Written(decision.buffer_after)
+        if int(stats[PUT] or 0) and (buffer := decision.buffer_after) is not None:
+            state[BUFFER] = Written(buffer)
         if side.state_rows is not None:
             state[UNVERSIONED_TABLE] = Written(side.state_rows)
         return output, quarantine, state

@@ -6,6 +6,7 @@ import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.PriorityQueue;
+import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -26,9 +27,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * the Python worker's Arrow round trip was most of the decision's task time (measured). The
  * property tests hold both kernels equal to the reference processor.
  *
- * <p>Input: the batch's new records and the buffer it starts from, in one partition, a boolean
- * column telling buffered ones. Output: the same rows in the same order, without that column,
- * plus CLASS, P_BEFORE, FATE, EMIT_SEQ, LATE and (when stamped) BATCH_ID.
+ * <p>Input: the batch's new records and the buffer it starts from (the same columns), brought
+ * into one partition. Output: every row, new ones first, with CLASS, P_BEFORE, FATE, EMIT_SEQ,
+ * LATE and (when stamped) BATCH_ID added.
  */
 public final class GraceDecision {
   private GraceDecision() {}
@@ -50,21 +51,19 @@ public final class GraceDecision {
    * @param lateFate the fate of a late record (null: dropped)
    * @param nullTsMarker the failure text of a non-skipped record without a ts, before its seq
    */
-  public static Dataset<Row> decide(Dataset<Row> rows, int tsOrd, int seqOrd, int keyOrd, int bufferedOrd,
+  public static Dataset<Row> decide(Dataset<Row> fresh, Dataset<Row> buffer, int tsOrd, int seqOrd, int keyOrd,
                                     List<Integer> valueOrds, boolean hasGrace, long graceMs, String lateFate,
                                     boolean inner, boolean hasStreamTime, long streamTimeBefore,
                                     boolean stamped, long batchId, List<String> names, List<String> classes,
                                     List<String> fates, String nullTsMarker) {
-    org.apache.spark.sql.classic.Dataset<Row> s = (org.apache.spark.sql.classic.Dataset<Row>) rows;
+    org.apache.spark.sql.classic.Dataset<Row> s = (org.apache.spark.sql.classic.Dataset<Row>) fresh;
     StructField[] in = s.schema().fields();
+    if (buffer != null) in = sameColumns(in, buffer.schema().fields());
     int tsCode = Columns.code(in[tsOrd].dataType(), "the stream ts");
     int seqCode = Columns.code(in[seqOrd].dataType(), "the stream seq");
     DataType[] types = new DataType[in.length];
-    List<StructField> out = new ArrayList<>();
-    for (int i = 0; i < in.length; i++) {
-      types[i] = in[i].dataType();
-      if (i != bufferedOrd) out.add(in[i]);
-    }
+    List<StructField> out = new ArrayList<>(Arrays.asList(in));
+    for (int i = 0; i < in.length; i++) types[i] = in[i].dataType();
     out.add(DataTypes.createStructField(names.get(0), DataTypes.StringType, true));
     out.add(DataTypes.createStructField(names.get(1), DataTypes.LongType, true));
     out.add(DataTypes.createStructField(names.get(2), DataTypes.StringType, true));
@@ -78,14 +77,42 @@ public final class GraceDecision {
     UTF8String lateText = lateFate == null ? null : UTF8String.fromString(lateFate);
     Long before = hasStreamTime ? streamTimeBefore : null;
     Long grace = hasGrace ? graceMs : null;
-    RDD<InternalRow> rdd = s.queryExecution().toRdd().toJavaRDD().mapPartitions((Iterator<InternalRow> it) -> {
-      List<InternalRow> batch = new ArrayList<>();
-      while (it.hasNext()) batch.add(it.next().copy());
-      Batch b = new Batch(batch, tsOrd, tsCode, seqOrd, seqCode, keyOrd, bufferedOrd, values, nullTsMarker);
+    // Tagged and brought into one partition at the RDD level: no Dataset calls (each is an
+    // analysis on the driver), no shuffle (a coalesce).
+    JavaRDD<Tagged> rows = tagged(s, false);
+    if (buffer != null) rows = rows.union(tagged((org.apache.spark.sql.classic.Dataset<Row>) buffer, true));
+    RDD<InternalRow> rdd = rows.coalesce(1).mapPartitions((Iterator<Tagged> it) -> {
+      List<Tagged> batch = new ArrayList<>();
+      while (it.hasNext()) batch.add(it.next());
+      Batch b = new Batch(batch, tsOrd, tsCode, seqOrd, seqCode, keyOrd, values, nullTsMarker);
       b.decide(grace, inner, before);
-      return b.rows(types, bufferedOrd, classText, fateText, lateText, stamped, batchId).iterator();
+      return b.rows(types, classText, fateText, lateText, stamped, batchId).iterator();
     }).rdd();
     return s.sparkSession().internalCreateDataFrame(rdd, outSchema, false);
+  }
+
+  /** The fields of both sides (the same names and types), nullable where either is. */
+  private static StructField[] sameColumns(StructField[] fresh, StructField[] buffered) {
+    boolean same = fresh.length == buffered.length;
+    for (int i = 0; same && i < fresh.length; i++) {
+      same = fresh[i].name().equals(buffered[i].name()) && fresh[i].dataType().equals(buffered[i].dataType());
+    }
+    if (!same) {
+      throw new IllegalArgumentException("the buffer's columns " + new StructType(buffered).simpleString()
+          + " are not the new records' " + new StructType(fresh).simpleString());
+    }
+    StructField[] out = new StructField[fresh.length];
+    for (int i = 0; i < fresh.length; i++) {
+      out[i] = fresh[i].nullable() || !buffered[i].nullable() ? fresh[i] : buffered[i];
+    }
+    return out;
+  }
+
+  /** A row (a copy: the scan reuses its buffers) and whether it was buffered before the batch. */
+  record Tagged(InternalRow row, boolean buffered) implements java.io.Serializable {}
+
+  private static JavaRDD<Tagged> tagged(org.apache.spark.sql.classic.Dataset<Row> frame, boolean buffered) {
+    return frame.queryExecution().toRdd().toJavaRDD().map(r -> new Tagged(r.copy(), buffered));
   }
 
   /** One task's rows and their decision, in arrays indexed by the row's place. */
@@ -105,10 +132,10 @@ public final class GraceDecision {
     final boolean[] late;
     private final String nullTsMarker;
 
-    Batch(List<InternalRow> rows, int tsOrd, int tsCode, int seqOrd, int seqCode, int keyOrd, int bufferedOrd,
+    Batch(List<Tagged> tagged, int tsOrd, int tsCode, int seqOrd, int seqCode, int keyOrd,
           int[] valueOrds, String nullTsMarker) {
-      this.rows = rows;
-      n = rows.size();
+      n = tagged.size();
+      rows = new ArrayList<>(n);
       ts = new long[n];
       tsNull = new boolean[n];
       seq = new long[n];
@@ -121,14 +148,15 @@ public final class GraceDecision {
       emit = new long[n];
       late = new boolean[n];
       for (int r = 0; r < n; r++) {
-        InternalRow row = rows.get(r);
+        InternalRow row = tagged.get(r).row();
+        rows.add(row);
         if (row.isNullAt(seqOrd)) {
           throw new IllegalArgumentException("a stream record has a null arrival seq (column " + seqOrd + ")");
         }
         seq[r] = Columns.read(row, seqOrd, seqCode);
         tsNull[r] = row.isNullAt(tsOrd);
         ts[r] = tsNull[r] ? 0 : Columns.read(row, tsOrd, tsCode);
-        buffered[r] = row.getBoolean(bufferedOrd);
+        buffered[r] = tagged.get(r).buffered();
         keyNull[r] = row.isNullAt(keyOrd);
         boolean allNull = valueOrds.length > 0;
         for (int v : valueOrds) allNull &= row.isNullAt(v);
@@ -196,18 +224,15 @@ public final class GraceDecision {
       }
     }
 
-    List<InternalRow> rows(DataType[] types, int bufferedOrd, UTF8String[] classText, UTF8String[] fateText,
+    List<InternalRow> rows(DataType[] types, UTF8String[] classText, UTF8String[] fateText,
                            UTF8String lateText, boolean stamped, long batchId) {
-      int carried = types.length - 1;
-      int width = carried + (stamped ? 6 : 5);
+      int width = types.length + (stamped ? 6 : 5);
       List<InternalRow> out = new ArrayList<>(n);
       for (int r = 0; r < n; r++) {
         InternalRow row = rows.get(r);
         Object[] v = new Object[width];
         int c = 0;
-        for (int i = 0; i < types.length; i++) {
-          if (i != bufferedOrd) v[c++] = row.isNullAt(i) ? null : row.get(i, types[i]);
-        }
+        for (int i = 0; i < types.length; i++) v[c++] = row.isNullAt(i) ? null : row.get(i, types[i]);
         v[c++] = cls[r] < 0 ? null : classText[cls[r]];
         v[c++] = pBefore[r];
         v[c++] = fate[r] < 0 ? null : fate[r] == 2 ? lateText : fateText[fate[r]];
