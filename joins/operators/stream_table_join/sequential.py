@@ -96,10 +96,11 @@ def decide_in_one_task(new: DataFrame, buffer: DataFrame | None, spec: StreamTab
     if kernel == "jvm" or (kernel == "auto" and _jvm_can_decide(new, ts, seq)):
         # The JVM brings both sides into one task itself (no union, no coalesce, no tagging
         # projection: each a Dataset call, an analysis on the driver).
-        sides = [f if f.columns == columns else f.selectExpr(*carried)
-                 for f in ([new] if buffer is None else [new, buffer])]
-        return _decide_in_jvm(sides[0], None if buffer is None else sides[1], spec,
-                              value_cols=value_cols, ts=ts, seq=seq, late_fate=late_fate,
+        def carried_only(frame: DataFrame) -> DataFrame:
+            return frame if frame.columns == columns else frame.selectExpr(*carried)
+
+        return _decide_in_jvm(carried_only(new), None if buffer is None else carried_only(buffer),
+                              spec, value_cols=value_cols, ts=ts, seq=seq, late_fate=late_fate,
                               stream_time_before=stream_time_before, batch_id=batch_id)
     rows = new.selectExpr(*carried, f"false AS {_BUFFERED}")
     if buffer is not None:
@@ -128,9 +129,9 @@ def _jvm_can_decide(new: DataFrame, ts: str, seq: str) -> bool:
 
     from joins.spark import jvm
 
-    integral = (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
-    types = {f.name: f.dataType for f in new.schema.fields}
-    return (isinstance(types[ts], integral) and isinstance(types[seq], integral)
+    schema = new.schema
+    return (isinstance(schema[ts].dataType, T.IntegralType)
+            and isinstance(schema[seq].dataType, T.IntegralType)
             and jvm.unavailable_reason(new.sparkSession) is None)
 
 

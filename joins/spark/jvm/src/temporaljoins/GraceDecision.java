@@ -43,6 +43,7 @@ public final class GraceDecision {
   static final int JOINED = 4;
   static final int JOIN_FATE = 0;
   static final int KEEP_FATE = 1;
+  static final int LATE_FATE = 2;  // lateFate's name (null: a late record is dropped)
 
   /**
    * @param names the output's new columns: CLASS, P_BEFORE, FATE, EMIT_SEQ, LATE[, BATCH_ID]
@@ -127,7 +128,7 @@ public final class GraceDecision {
     final boolean[] valueNull;
     final int[] cls;       // -1: none (a buffered row)
     final Long[] pBefore;
-    final int[] fate;      // -1: none; 2: the late fate
+    final int[] fate;      // -1: none, else JOIN_FATE, KEEP_FATE or LATE_FATE
     final long[] emit;
     final boolean[] late;
     private final String nullTsMarker;
@@ -206,7 +207,7 @@ public final class GraceDecision {
           streamTime = streamTime == null ? ts[r] : Math.max(streamTime, ts[r]);
         } else if (bufferTime != null && ts[r] < bufferTime - grace) {
           cls[r] = LATE;
-          fate[r] = 2;
+          fate[r] = LATE_FATE;
           late[r] = true;
         } else {
           cls[r] = PUT;
@@ -235,7 +236,7 @@ public final class GraceDecision {
         for (int i = 0; i < types.length; i++) v[c++] = row.isNullAt(i) ? null : row.get(i, types[i]);
         v[c++] = cls[r] < 0 ? null : classText[cls[r]];
         v[c++] = pBefore[r];
-        v[c++] = fate[r] < 0 ? null : fate[r] == 2 ? lateText : fateText[fate[r]];
+        v[c++] = fate[r] < 0 ? null : fate[r] == LATE_FATE ? lateText : fateText[fate[r]];
         v[c++] = emit[r];
         v[c++] = late[r];
         if (stamped) v[c] = batchId;
