@@ -4,12 +4,13 @@ table's `lookup_as_of` and the stream-table join's table side both run on it.
 
 Modules: `plan` (settings and their validation), `join` (`asof_join` and the strategy choice),
 `index` (the JVM version index, joins/spark/jvm), `held` (that index kept from one micro-batch
-to the next), `sql` (the bucketed-interval SQL plans), `errors` (bad records as
-InputRecordError under every strategy). docs/asof_join.md.
+to the next, in layers), `window` (the part of a large table that is held), `sql` (the
+bucketed-interval SQL plans), `errors` (bad records as InputRecordError under every strategy).
+docs/asof_join.md.
 """
 
 from joins.asof.errors import input_errors, input_record_error
-from joins.asof.held import HELD_MAX_ROWS, HeldTable
+from joins.asof.held import HELD_MAX_ROWS, HeldJoin, HeldTable
 from joins.asof.join import asof_join, bucket_stats, held_asof_join, versions_by_bucket
 from joins.asof.plan import (
     DEFAULT_BROADCAST_MAX_BYTES,
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_BROADCAST_MAX_BYTES",
     "DEFAULT_VERSIONS_PER_BUCKET",
     "HELD_MAX_ROWS",
+    "HeldJoin",
     "HeldTable",
     "JoinHow",
     "Strategy",

@@ -4,12 +4,18 @@ gained since the batch before, not its whole history again.
 
 A Kafka Streams task keeps its versioned store on local disk and reads the changelog topic only
 to restore it; here the Delta table is the changelog and the driver's memory the store. What is
-held is one table (its Delta table id) at one version, per holder (one join's table side). A
-batch that starts at or after the held version merges the versions since in (one small Spark
+held is one table (its Delta table id) at one version, per holder (one join's table side), in two
+layers: a base, broadcast once, and the delta of versions gained since, broadcast per batch and
+merged into a new base when it outgrows an eighth of it (`temporaljoins.Lookup` answers from
+both as from one index). A batch's cost thus follows what the table gained, not its size.
+
+A batch that starts at or after the held version merges the versions since in (one small Spark
 job, none when the table gained nothing); anything else (the first batch in a process, another
-table at the same path, a table rewritten meanwhile, a holder that ran ahead) indexes the whole
-table, if it has at most `max_rows` versions, or returns None: the caller then indexes per batch
-as before. All holders of a process together keep at most 4M versions
+table at the same path, a table rewritten meanwhile, a holder that ran ahead) reads the table
+again: all of it, if it has at most `max_rows` versions; else its window (`joins.asof.window`:
+the versions from some ts on, plus each key's last one before it, at most `max_rows / 2`), and
+lookups older than the window's start are left to the caller; else None, and the caller joins
+another way. All holders of a process together keep at most 4M versions
 (`IndexCache.TOTAL_MAX_ROWS`; the least recently used give way, and read their table again at
 their next batch). Answers never depend on what is held: the held index and a fresh one are the
 same index.
@@ -33,16 +39,19 @@ from joins.asof.index import (
     probe,
 )
 from joins.asof.plan import AsOfPlan
+from joins.asof.window import window_frame, window_start
+from joins.spark.exprs import ident
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-# Above this many versions the history is not held: the driver's memory (about 40 bytes per
-# version plus its values) and the broadcast of the index every batch grow with it; at 1M
-# versions holding and narrowing measured about even (docs/stream_table_incremental.md).
-# Larger tables are narrowed to each batch's keys instead (stream_table_join.history).
-HELD_MAX_ROWS = 1_000_000
+# Above this many versions the history is not held whole (its window may be): the driver's
+# memory holds about 40 bytes per version plus its values, and a new base is broadcast to every
+# executor when the delta outgrows an eighth of it. Per batch, the cost follows the delta.
+HELD_MAX_ROWS = 4_000_000
+# Holders and tables whose window would not fit (too many keys): not asked again.
+_NO_WINDOW: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)
@@ -69,9 +78,22 @@ class HeldTable:
         return f"{self.holder}#{hashlib.sha256(shape.encode()).hexdigest()[:16]}"
 
 
-def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable) -> DataFrame | None:
+@dataclass(frozen=True)
+class HeldJoin:
+    """The stream rows the held index answers, joined, and those it leaves to the caller."""
+
+    joined: DataFrame
+    rest: DataFrame | None  # rows older than the held window's start (None: there are none)
+    window_from: int | None  # the held window's start (None: the whole history is held)
+    held_rows: int           # versions held, in both layers
+
+
+def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable,
+                    min_stream_ts: int | None = None) -> HeldJoin | None:
     """`stream` joined through the held index of the table, or None where holding does not
-    apply (the index cannot run, or nothing usable is held and the table is too large)."""
+    apply (the index cannot run, or nothing usable is held and not even a window of the table
+    fits). `min_stream_ts`, when known, is the smallest ts of `stream` (in its units): when the
+    held window covers it, no row is left over and no filter runs."""
     if index_unusable(plan, stream, held.schema) is not None:
         return None
     spark = stream.sparkSession
@@ -79,7 +101,7 @@ def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable) -> DataF
     key = held.key(plan)
     at = int(cache.version(key, held.table_id))
     frame: DataFrame | None = None
-    start = -1
+    start, window = -1, _WHOLE
     if at == held.version:
         start = at  # the table gained nothing: no Spark job
     elif 0 <= at < held.version:
@@ -87,9 +109,13 @@ def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable) -> DataF
         if changes is not None:
             frame, start = changes, at
     if start < 0:
-        if held.rows is None or held.rows > held.max_rows:
-            return None
-        frame = held.history()
+        if held.rows is not None and held.rows <= held.max_rows:
+            frame = held.history()
+        else:
+            found = _window(plan, held, key)
+            if found is None:
+                return None
+            window, frame = found
     if frame is not None and frame.columns != held.schema.fieldNames():
         raise ValueError(f"held table {held.holder}: a frame has columns {frame.columns}, the "
                          f"held schema {held.schema.fieldNames()}")
@@ -101,12 +127,38 @@ def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable) -> DataF
     try:
         index = built(lambda: cache.index(
             jspark, jspark.parseDataType(schema.json()), key, held.table_id, held.version, jframe,
-            start, held.max_rows, *layout.args(), sequence, jvm_template(null_ts(plan, "table")),
-            jvm_template(duplicate_version(plan)), layout.key_check_field, *bounds(plan)))
+            start, window, held.max_rows, *layout.args(), sequence,
+            jvm_template(null_ts(plan, "table")), jvm_template(duplicate_version(plan)),
+            layout.key_check_field, *bounds(plan)))
     except HashCollision:
         return None  # the per-batch path meets it too, and falls back to a SQL plan
     except Exception as exc:
         if "INDEX_CACHE_MISS" in str(exc):
             return None  # another thread of this process moved the held version meanwhile
         raise
-    return probe(plan, stream, index, layout)
+    window = int(index.windowFrom())
+    rest = None
+    if window != _WHOLE and (min_stream_ts is None or min_stream_ts < window):
+        ts = ident(plan.stream_ts)
+        # A null ts is left over too: the caller's join names it as the error it is.
+        rest = stream.where(f"NOT coalesce({ts} >= {window}, false)")
+        stream = stream.where(f"{ts} >= {window}")
+    return HeldJoin(probe(plan, stream, index, layout, held=True), rest,
+                    None if window == _WHOLE else window, int(index.rows()))
+
+
+_WHOLE = -(2 ** 63)  # the window start of a history held whole (Long.MIN_VALUE)
+
+
+def _window(plan: AsOfPlan, held: HeldTable, key: str) -> tuple[int, DataFrame] | None:
+    """(start, frame) of the table's window within half of `max_rows` (the other half is room to
+    grow), or None: the ts is not an integer, or not even one version per key fits."""
+    if plan.ts_kind != "integral" or (key, held.table_id) in _NO_WINDOW:
+        return None
+    history = held.history()
+    start = window_start(history, key=plan.table_key, ts=plan.table_ts, budget=held.max_rows // 2)
+    if start is None:
+        _NO_WINDOW.add((key, held.table_id))
+        return None
+    return start, window_frame(history, key=plan.table_key, ts=plan.table_ts,
+                               sequence=held.sequence, start=start)

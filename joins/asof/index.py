@@ -135,8 +135,10 @@ def index_join(plan: AsOfPlan, stream: DataFrame, table: DataFrame) -> DataFrame
     return probe(plan, stream, index, layout)
 
 
-def probe(plan: AsOfPlan, stream: DataFrame, index: Any, layout: IndexLayout) -> DataFrame:
-    """Every stream row answered by `index` (a broadcast VersionIndex), lazily."""
+def probe(plan: AsOfPlan, stream: DataFrame, index: Any, layout: IndexLayout, *,
+          held: bool = False) -> DataFrame:
+    """Every stream row answered by `index` (a broadcast VersionIndex, or with `held` an
+    IndexCache.Held), lazily."""
     from pyspark.sql import DataFrame as _DataFrame
 
     from joins.spark import jvm
@@ -146,7 +148,8 @@ def probe(plan: AsOfPlan, stream: DataFrame, index: Any, layout: IndexLayout) ->
         stream = _with_hash(stream, plan.lookup_key)
     probe_key = _HASHED if not plan.integral_keys else plan.lookup_key
     stream_cols = stream.columns
-    joined = _DataFrame(jvm.entry(spark).probe(
+    entry = jvm.entry(spark)
+    joined = _DataFrame((entry.probeHeld if held else entry.probe)(
         stream._jdf, stream_cols.index(probe_key), stream_cols.index(plan.stream_ts), index,
         plan.how == "left", jvm_template(null_ts(plan, "stream")),
         stream_cols.index(plan.lookup_key) if not plan.integral_keys else -1,

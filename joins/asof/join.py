@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from joins.asof.errors import HashCollision
-from joins.asof.held import HeldTable, held_index_join
+from joins.asof.held import HeldJoin, HeldTable, held_index_join
 from joins.asof.index import index_join, index_unusable
 from joins.asof.plan import (
     DEFAULT_BROADCAST_MAX_BYTES,
@@ -127,17 +127,20 @@ def held_asof_join(stream: DataFrame, held: HeldTable, *, stream_key: str, strea
                    table_value_cols: Sequence[str] | None = None,
                    history_retention_ms: int | None = None, table_stream_time: int | None = None,
                    tombstone_col: str | None = None,
-                   valid_from_col: str | None = "table_valid_from") -> DataFrame | None:
+                   valid_from_col: str | None = "table_valid_from",
+                   min_stream_ts: int | None = None) -> HeldJoin | None:
     """`asof_join` through a version index held from one call to the next (`joins.asof.held`):
     the table is `held`'s (its history read only when nothing usable is held). None where the
     index cannot run or the table is too large to hold: the caller joins another way. The same
-    answers as asof_join."""
+    answers as asof_join for the rows joined; a table held as a window leaves the rows older
+    than its start to the caller (`HeldJoin.rest`). `min_stream_ts`: the stream's smallest ts,
+    when known (see held_index_join)."""
     plan = validate(stream.schema, held.schema, stream_key=stream_key, stream_ts=stream_ts,
                     table_key=table_key, table_ts=table_ts, how=how, table_value_cols=table_value_cols,
                     history_retention_ms=history_retention_ms, table_stream_time=table_stream_time,
                     tombstone_col=tombstone_col, table_key_from=None, valid_from_col=valid_from_col,
                     versions_per_bucket=DEFAULT_VERSIONS_PER_BUCKET, strategy="index")
-    return held_index_join(plan, stream, held)
+    return held_index_join(plan, stream, held, min_stream_ts)
 
 
 def versions_by_bucket(table: DataFrame, *, table_key: str, table_ts: str, tombstone_col: str | None = None,

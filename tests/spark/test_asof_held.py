@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from joins.asof import HeldTable, held_asof_join
+from joins.asof import HeldJoin, HeldTable, asof_join, held_asof_join
 from joins.errors import InputRecordError
 from tests.spark.test_asof_join import INDEX_RUNS, NO_INDEX, STREAM_SCHEMA, brute_force
 
@@ -87,14 +87,36 @@ class VersionsLog:
 
 
 def held_join(spark: Any, log: VersionsLog, holder: str, stream: list[tuple[int, int, int, int]],
-              key_as: str, retention: int | None, max_rows: int = 1000) -> Any:
+              key_as: str, retention: int | None, max_rows: int = 1000,
+              min_stream_ts: int | None = None) -> Any:
+    """The held join's answers, the rows it leaves (older than a held window) answered by a
+    plain as-of join of the whole log, as a caller would; None where it does not hold."""
+    found = held_found(spark, log, holder, stream, key_as, retention, max_rows, min_stream_ts)
+    if found is None:
+        return None
+    if found.rest is None:
+        return found.joined
+    table = spark.createDataFrame([(k, ts, tomb, val) for k, ts, val, tomb in log.latest_puts()],
+                                  "k long, ts long, tomb boolean, val string")
+    if key_as != "long":
+        table = table.selectExpr("CAST(k AS STRING) AS k", "ts", "tomb", "val")
+    return found.joined.unionByName(asof_join(found.rest, table, history_retention_ms=retention,
+                                              strategy="auto", **_JOIN))
+
+
+def held_found(spark: Any, log: VersionsLog, holder: str, stream: list[tuple[int, int, int, int]],
+               key_as: str, retention: int | None, max_rows: int = 1000,
+               min_stream_ts: int | None = None) -> HeldJoin | None:
     sdf = spark.createDataFrame(stream, STREAM_SCHEMA)
     if key_as != "long":
         sdf = sdf.selectExpr("id", "CAST(k AS STRING) AS k", "ts", "fk")
-    return held_asof_join(sdf, log.held(spark, holder, key_as, max_rows), stream_key="k",
-                          stream_ts="ts", table_key="k", table_ts="ts", how="left",
-                          table_value_cols=["val"], history_retention_ms=retention,
-                          tombstone_col="tomb", valid_from_col="table_valid_from")
+    return held_asof_join(sdf, log.held(spark, holder, key_as, max_rows),
+                          history_retention_ms=retention, min_stream_ts=min_stream_ts, **_JOIN)
+
+
+_JOIN: dict[str, Any] = {"stream_key": "k", "stream_ts": "ts", "table_key": "k", "table_ts": "ts",
+                         "how": "left", "table_value_cols": ["val"], "tombstone_col": "tomb",
+                         "valid_from_col": "table_valid_from"}
 
 
 def answers(joined: Any) -> list[tuple[int, str | None, int | None]]:
@@ -145,10 +167,13 @@ def test_held_index_answers_as_the_whole_history(spark: Any, first: list[Any], s
 
 
 def test_a_table_too_large_to_hold_is_left_to_the_caller(spark: Any) -> None:
-    log = VersionsLog()
+    log, holder = VersionsLog(), uuid.uuid4().hex
     log.append([(1, 1, False, 1, 0, "a"), (1, 2, False, 1, 1, "b")])
-    assert held_join(spark, log, uuid.uuid4().hex, [(0, 1, 5, 0)], "long", None, max_rows=1) is None
-    assert log.history_reads == 0
+    # Too large to hold whole (2 > 1), and even its window (one version per key) exceeds half
+    # of max_rows: the history is read once, for its statistics, and not again.
+    for _ in range(2):
+        assert held_join(spark, log, holder, [(0, 1, 5, 0)], "long", None, max_rows=1) is None
+    assert log.history_reads == 1
 
 
 def test_a_put_repeated_with_one_sequence_is_named(spark: Any) -> None:
@@ -174,3 +199,66 @@ def test_the_least_recently_used_holder_gives_way(spark: Any) -> None:
         assert (first.history_reads, second.history_reads) == (2, 1)
     finally:
         cache.limit(old)
+
+
+def test_a_large_table_is_held_as_a_window(spark: Any) -> None:
+    """20 versions of 2 keys, at most 8 held: the window from the latest ts on holds each key's
+    last version before it; lookups from there are answered by it, older ones are left over."""
+    log, holder = VersionsLog(), uuid.uuid4().hex
+    log.append([(k, ts, False, 1, 10 * ts + k, f"{k}@{ts}") for ts in range(10) for k in (1, 2)])
+    stream = [(0, 1, 9, 0), (1, 2, 12, 0), (2, 1, 3, 0), (3, 3, 9, 0)]
+    found = held_found(spark, log, holder, stream, "long", None, max_rows=8)
+    assert found is not None and found.window_from == 9
+    assert found.held_rows == 4 < 8  # (1, 9), (2, 9) and each key's last before: (1, 8), (2, 8)
+    assert sorted(r["id"] for r in found.rest.collect()) == [2]
+    assert answers(found.joined) == [(0, "1@9", 9), (1, "2@9", 9), (3, None, None)]
+    # Puts after the window's start (one repeating (1, 9) with a later sequence), merged in as
+    # the delta layer; the caller knows no lookup is older than the start: nothing is left over.
+    log.append([(1, 9, False, 2, 0, "again"), (2, 10, False, 2, 1, "new"), (2, 11, True, 2, 2, None)])
+    later = [(0, 1, 9, 0), (1, 2, 10, 0), (2, 2, 12, 0)]
+    again = held_found(spark, log, holder, later, "long", None, max_rows=8, min_stream_ts=9)
+    assert again is not None and again.rest is None
+    assert again.held_rows == 7 and log.history_reads == 1
+    assert answers(again.joined) == [(0, "again", 9), (1, "new", 10), (2, None, None)]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=st.lists(st.tuples(st.integers(1, 3), st.integers(0, 20), st.booleans(),
+                                st.sampled_from(["x", "y", None])), min_size=6, max_size=14),
+       steps=st.lists(puts_st, min_size=1, max_size=4),
+       key_as=st.sampled_from(["long", "string"]), retention=st.sampled_from([None, 4]),
+       max_rows=st.sampled_from([8, 12, 1000]), rebase=st.sampled_from([0, 1 << 16]),
+       lookups=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 24)), min_size=1, max_size=6))
+def test_layers_and_windows_answer_as_the_whole_history(
+        spark: Any, first: list[Any], steps: list[Any], key_as: str, retention: int | None,
+        max_rows: int, rebase: int, lookups: list[tuple[int, int]]) -> None:
+    """The held index in its two layers (a delta beside the base, or merged into it at once:
+    `rebase`) and as a window of a table larger than `max_rows`: with the rows it leaves over
+    answered from the whole history, every answer is get(key, ts)'s over the log."""
+    cache = spark._jvm.temporaljoins.IndexCache
+    log, holder = VersionsLog(), uuid.uuid4().hex
+    log.append([(k, ts, tomb, 1, n, val) for n, (k, ts, tomb, val) in enumerate(first)])
+    stream = [(n, k, ts, 0) for n, (k, ts) in enumerate(lookups)]
+    old = cache.rebaseMinRows(rebase)
+    try:
+        for batch, raw in enumerate([[], *steps], start=2):
+            log.append([(k, ts, tomb, batch, n, val) for n, (k, ts, tomb, val) in enumerate(raw)])
+            got = held_join(spark, log, holder, stream, key_as, retention, max_rows=max_rows)
+            if got is None:
+                assert len(log.puts) > max_rows  # not even a window fits
+                continue
+            assert answers(got) == brute_force(stream, log.latest_puts(), how="left",
+                                               retention=retention)
+    finally:
+        cache.rebaseMinRows(old)
+
+
+def test_a_put_repeated_in_the_delta_stays_the_latest_past_retention(spark: Any) -> None:
+    """Past history retention only a key's latest version answers; a (key, ts) put again after
+    the base was built lives in both layers, and the delta's put is that latest version."""
+    log, holder = VersionsLog(), uuid.uuid4().hex
+    log.append([(1, 5, False, 1, 0, "a"), (2, 100, False, 1, 1, "z")])
+    stream = [(0, 1, 50, 0)]  # 50 < 100 - 2: past retention
+    assert answers(held_join(spark, log, holder, stream, "long", 2)) == [(0, "a", 5)]
+    log.append([(1, 5, False, 2, 0, "b")])
+    assert answers(held_join(spark, log, holder, stream, "long", 2)) == [(0, "b", 5)]

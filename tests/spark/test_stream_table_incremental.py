@@ -514,9 +514,10 @@ def join_cases(draw: st.DrawFn) -> dict[str, Any]:
     # Each batch decided in one task (the default for small batches), set-wise (0), or either,
     # batch by batch, as its size and the buffer's fall on either side of the threshold (3).
     sequential_max_rows = draw(st.sampled_from([SEQUENTIAL_MAX_ROWS, 0, 3]))
-    # The versioned table's history held between batches (the default), never held (0), or
-    # held until it outgrows 2 versions and narrowed per batch from then on.
-    held_max_rows = draw(st.sampled_from([HELD_MAX_ROWS, 0, 2]))
+    # The versioned table's history held between batches (the default), never held (0), held
+    # until it outgrows 2 versions and narrowed per batch from then on, or held as a window
+    # (of at most 4 versions) once it outgrows 8, the lookups older than the window narrowed.
+    held_max_rows = draw(st.sampled_from([HELD_MAX_ROWS, 0, 2, 8]))
     return {"config": config, "raw": raw, "cuts": cuts, "sequential_max_rows": sequential_max_rows,
             "held_max_rows": held_max_rows}
 

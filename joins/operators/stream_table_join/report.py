@@ -146,8 +146,9 @@ def lateness_markdown(lat: LatenessStats) -> str:
 
 
 # Metrics of a decision beyond the counts: its stream time after the batch (with the stream
-# time before it), and the first record not skipped that has no ts (the step refuses it).
-MAX_ELIGIBLE, NULL_TS_SEQ = "max_eligible_ts", "null_ts_seq"
+# time before it), the first record not skipped that has no ts (the step refuses it), and the
+# smallest ts looked up in the table (a held window of the table answers lookups from its start).
+MAX_ELIGIBLE, NULL_TS_SEQ, MIN_JOIN_TS = "max_eligible_ts", "null_ts_seq", "min_join_ts"
 
 
 def max_eligible_metric(ts: str) -> Column:
@@ -161,10 +162,18 @@ def max_eligible_metric(ts: str) -> Column:
 
 def decision_metrics(ts: str, seq: str) -> dict[str, Column]:
     """A batch's counts over `Decision.decided`'s new records: `n`, one per class, the
-    lateness of the records that were not skipped, MAX_ELIGIBLE and NULL_TS_SEQ."""
+    lateness of the records that were not skipped, MAX_ELIGIBLE and NULL_TS_SEQ; and over all
+    its records (buffered ones released too) MIN_JOIN_TS."""
     from pyspark.sql import functions as F
 
-    from joins.operators.stream_table_join.grace import CLASS, CLASSES, ELIGIBLE_SQL, P_BEFORE
+    from joins.operators.stream_table_join.grace import (
+        CLASS,
+        CLASSES,
+        ELIGIBLE_SQL,
+        FATE,
+        JOIN_FATE,
+        P_BEFORE,
+    )
 
     metrics = {"n": F.expr(f"count({CLASS})")}  # buffered records have no class
     metrics.update({c: count_if(f"{CLASS} = {c!r}") for c in CLASSES})
@@ -172,4 +181,5 @@ def decision_metrics(ts: str, seq: str) -> dict[str, Column]:
     metrics[MAX_ELIGIBLE] = max_eligible_metric(ts)
     metrics[NULL_TS_SEQ] = F.expr(f"min(CASE WHEN {ident(ts)} IS NULL AND {ELIGIBLE_SQL} "
                                   f"THEN {ident(seq)} END)")
+    metrics[MIN_JOIN_TS] = F.expr(f"min(CASE WHEN {FATE} = '{JOIN_FATE}' THEN {ident(ts)} END)")
     return metrics

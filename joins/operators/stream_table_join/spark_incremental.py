@@ -48,6 +48,7 @@ from joins.operators.stream_table_join.grace import (
     Decision,
 )
 from joins.operators.stream_table_join.report import (
+    MIN_JOIN_TS,
     LatenessStats,
     MicroBatchReport,
     lateness_stats,
@@ -136,7 +137,7 @@ class StreamTableJoinStep:
         decision, row = decided.decision, decided.counts
         with ctx.phase("table side"):
             side = lookup_table(ctx, spec, cols, decision.to_join, self.lookup_strategy,
-                                self.held_max_rows)
+                                self.held_max_rows, min_lookup_ts=row.get(MIN_JOIN_TS))
         result = self._writes(ctx, decision, side, stream_cols, row)
         return StepResult(output=result[0], quarantine=result[1], state=result[2],
                           finish=self._finisher(ctx, decision, side, row),

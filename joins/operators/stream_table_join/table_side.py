@@ -41,7 +41,7 @@ from joins.operators.stream_table_join.state import UNVERSIONED_TABLE, JoinPaths
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from joins.asof import HeldTable
+    from joins.asof import HeldJoin, HeldTable
     from joins.incremental import StepContext
     from joins.lake import ChangeStats
     from joins.operators.stream_table_join.spec import StreamTableJoinSpec
@@ -105,10 +105,11 @@ def versioned_lookup(lookups: DataFrame, versions: DataFrame | None, *, cols: Jo
 
 def held_lookup(lookups: DataFrame, held: HeldTable, *, cols: JoinColumns,
                 value_cols: tuple[str, ...], history_retention_ms: int | None,
-                table_stream_time: int | None) -> DataFrame | None:
+                table_stream_time: int | None, min_lookup_ts: int | None = None) -> HeldJoin | None:
     """versioned_lookup's answers through the table's history held from batch to batch
-    (`joins.asof.held`): None where it is not held and too large to hold (or the index cannot
-    run here), and the caller narrows the history to the batch's keys instead."""
+    (`joins.asof.held`): None where it is not held and too large to hold even as a window (or
+    the index cannot run here), and the caller narrows the history to the batch's keys
+    instead; a window leaves the lookups older than its start (`HeldJoin.rest`)."""
     from joins.asof import held_asof_join
 
     return held_asof_join(lookups, held, stream_key=TABLE_KEY, stream_ts=cols.ts,
@@ -116,7 +117,7 @@ def held_lookup(lookups: DataFrame, held: HeldTable, *, cols: JoinColumns,
                           table_value_cols=[table_value_name(c) for c in value_cols],
                           history_retention_ms=history_retention_ms,
                           table_stream_time=table_stream_time, tombstone_col=cols.tombstone,
-                          valid_from_col=VALID_FROM)
+                          valid_from_col=VALID_FROM, min_stream_ts=min_lookup_ts)
 
 
 def latest_per_key(rows: DataFrame, *, cols: JoinColumns, value_cols: tuple[str, ...]) -> DataFrame:
@@ -164,11 +165,12 @@ class TableSide:
 
 def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
                  to_join: DataFrame, strategy: Literal["auto", "broadcast", "shuffle"],
-                 held_max_rows: int = HELD_MAX_ROWS) -> TableSide:
+                 held_max_rows: int = HELD_MAX_ROWS, min_lookup_ts: int | None = None) -> TableSide:
     """Look `to_join` up in the table as the batch leaves it: the versioned table at the
     plan's pinned version (its history held from batch to batch when it has at most
-    `held_max_rows` versions; 0 = never held), or the keyed state plus the batch's own
-    changelog rows."""
+    `held_max_rows` versions, a window of it when larger; 0 = never held), or the keyed state
+    plus the batch's own changelog rows. `min_lookup_ts`: the smallest ts of `to_join`, when
+    the decision counted it."""
     schema = ctx.schema("table")
     value_cols = cols.resolve_table_values(schema)
     value_types = {c: schema[c].dataType.simpleString() for c in value_cols}
@@ -179,21 +181,26 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
                 what=f"versioned {where}")
         rows_in, stream_time = _versioned_summary(ctx, cols, stats)
         retention = table_retention(spec, ctx.source_path("table"))
-        lookups = None
         from joins.spark import jvm
+
+        def narrowed(rows: DataFrame) -> DataFrame:
+            return versioned_lookup(rows, ctx.snapshot("table"), cols=cols, value_cols=value_cols,
+                                    value_types=value_types, history_retention_ms=retention,
+                                    table_stream_time=stream_time, strategy=strategy)
 
         # Without the JVM index nothing is held: no table identity is read for it either.
         if strategy == "auto" and held_max_rows > 0 and jvm.unavailable_reason(ctx.spark) is None:
             held = held_table(ctx, cols, value_cols, schema, held_max_rows)
-            lookups = held_lookup(to_join, held, cols=cols,
-                                  value_cols=value_cols, history_retention_ms=retention,
-                                  table_stream_time=stream_time)
-        if lookups is None:
-            lookups = versioned_lookup(to_join, ctx.snapshot("table"), cols=cols,
-                                       value_cols=value_cols, value_types=value_types,
-                                       history_retention_ms=retention,
-                                       table_stream_time=stream_time, strategy=strategy)
-        return TableSide(rows_in, stream_time, value_cols, lookups, None)
+            found = held_lookup(to_join, held, cols=cols, value_cols=value_cols,
+                                history_retention_ms=retention, table_stream_time=stream_time,
+                                min_lookup_ts=min_lookup_ts)
+            if found is not None:
+                lookups = found.joined
+                if found.rest is not None:
+                    # Lookups older than the held window: the history narrowed to their keys.
+                    lookups = lookups.unionByName(narrowed(found.rest))
+                return TableSide(rows_in, stream_time, value_cols, lookups, None)
+        return TableSide(rows_in, stream_time, value_cols, narrowed(to_join), None)
     require(schema, [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival],
             what=f"unversioned {where}")
     keep = [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival, *value_cols]

@@ -52,7 +52,7 @@ public final class AsOfJoin {
     org.apache.spark.sql.classic.Dataset<Row> t = (org.apache.spark.sql.classic.Dataset<Row>) table;
     Versions versions = new Versions(t.sparkSession(), t.schema(), keyOrd, tsOrd, tombOrd, valueOrds, valueNames,
         Collections.emptyList(), nullTs, duplicate, keyCheckField);
-    return versions.broadcast(versions.collect(table, null), hasRetention, retention, hasStreamTime, streamTime);
+    return versions.broadcast(versions.collect(table), hasRetention, retention, hasStreamTime, streamTime);
   }
 
   /**
@@ -63,6 +63,33 @@ public final class AsOfJoin {
    */
   public static Dataset<Row> probe(Dataset<Row> stream, int keyOrd, int tsOrd, Broadcast<VersionIndex> index,
                                    boolean left, List<String> nullTs, int keyCheckOrd, int keyCheckField) {
+    return probeWith(stream, keyOrd, tsOrd, index.value().valueSchema(), () -> Lookup.of(index.value()), left,
+        nullTs, keyCheckOrd, keyCheckField);
+  }
+
+  /**
+   * {@link #probe} through a held history ({@link IndexCache#index}): its base and delta layers,
+   * with this batch's retention bound.
+   */
+  public static Dataset<Row> probeHeld(Dataset<Row> stream, int keyOrd, int tsOrd, IndexCache.Held held,
+                                       boolean left, List<String> nullTs, int keyCheckOrd, int keyCheckField) {
+    Broadcast<VersionIndex> base = held.base;
+    Broadcast<VersionIndex> delta = held.delta;
+    boolean hasBound = held.hasBound;
+    long bound = held.bound;
+    return probeWith(stream, keyOrd, tsOrd, base.value().valueSchema(),
+        () -> new Lookup(base.value(), delta == null ? null : delta.value(), hasBound, bound), left, nullTs,
+        keyCheckOrd, keyCheckField);
+  }
+
+  /** Builds a task's Lookup from broadcasts, in the task. */
+  interface LookupSource extends java.io.Serializable {
+    Lookup get();
+  }
+
+  private static Dataset<Row> probeWith(Dataset<Row> stream, int keyOrd, int tsOrd, StructType valueSchema,
+                                        LookupSource lookup, boolean left, List<String> nullTs, int keyCheckOrd,
+                                        int keyCheckField) {
     org.apache.spark.sql.classic.Dataset<Row> s = (org.apache.spark.sql.classic.Dataset<Row>) stream;
     StructField[] streamFields = s.schema().fields();
     // A hashed key is named by the key itself (keyCheckOrd), not by its hash.
@@ -73,12 +100,12 @@ public final class AsOfJoin {
     int keyCode = Columns.code(streamFields[keyOrd].dataType(), "the stream key");
     int tsCode = Columns.code(streamFields[tsOrd].dataType(), "the stream ts");
     List<StructField> out = new ArrayList<>(Arrays.asList(streamFields));
-    out.addAll(Arrays.asList(index.value().valueSchema().fields()));
+    out.addAll(Arrays.asList(valueSchema.fields()));
     StructType outSchema = new StructType(out.toArray(new StructField[0]));
     // The rows handed on are (stream row ++ value row) views; the scan over this RDD copies each
     // into an UnsafeRow before the next one is asked for, so no projection is needed here.
     RDD<InternalRow> rdd = s.queryExecution().toRdd().toJavaRDD().mapPartitions((Iterator<InternalRow> rows) ->
-        (Iterator<InternalRow>) new BatchProbe(rows, index.value(), keyOrd, keyCode, tsOrd, tsCode, left,
+        (Iterator<InternalRow>) new BatchProbe(rows, lookup.get(), keyOrd, keyCode, tsOrd, tsCode, left,
             nullTsMessage, keyText, keyCheck(streamFields, keyCheckOrd, keyCheckField))).rdd();
     return s.sparkSession().internalCreateDataFrame(rdd, outSchema, false);
   }

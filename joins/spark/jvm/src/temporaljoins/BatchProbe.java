@@ -11,7 +11,7 @@ import org.apache.spark.sql.catalyst.expressions.Predicate;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 
 /**
- * Joins stream rows to a VersionIndex a batch at a time.
+ * Joins stream rows to a {@link Lookup} (one VersionIndex, or a held base and its delta) a batch at a time.
  *
  * <p>Why batches: one row's lookup is a chain of dependent loads (key -> run of versions -> binary
  * search -> value bytes), each likely a cache miss on a large table, so a row-at-a-time loop waits
@@ -25,7 +25,7 @@ final class BatchProbe implements Iterator<InternalRow> {
   private static final int BATCH = 256;
 
   private final Iterator<InternalRow> rows;
-  private final VersionIndex index;
+  private final Lookup index;
   private final int keyOrd;
   private final int keyCode;
   private final int tsOrd;
@@ -36,6 +36,7 @@ final class BatchProbe implements Iterator<InternalRow> {
   private final BasePredicate sameKey;  // null unless keys are hashed: then the key itself must match
   private final InternalRow[] batch = new InternalRow[BATCH];
   private final long[] ranges = new long[BATCH];
+  private final long[] deltaRanges = new long[BATCH];
   private final int[] found = new int[BATCH];
   private final UnsafeRow value;
   private final GenericInternalRow nulls;
@@ -44,7 +45,7 @@ final class BatchProbe implements Iterator<InternalRow> {
   private int at;
   private int sink;  // keeps the touch pass from being optimised away
 
-  BatchProbe(Iterator<InternalRow> rows, VersionIndex index, int keyOrd, int keyCode, int tsOrd, int tsCode,
+  BatchProbe(Iterator<InternalRow> rows, Lookup index, int keyOrd, int keyCode, int tsOrd, int tsCode,
              boolean left, RecordMessage nullTs, ValueText keyText, Expression keyCheck) {
     this.rows = rows;
     this.index = index;
@@ -75,10 +76,17 @@ final class BatchProbe implements Iterator<InternalRow> {
       InternalRow r = batch[i];
       // A row that cannot be placed in time is never dropped silently.
       if (r.isNullAt(tsOrd)) throw new IllegalArgumentException(nullTs.fill(keyText.of(r), null));
-      ranges[i] = r.isNullAt(keyOrd) ? -1 : index.range(Columns.read(r, keyOrd, keyCode));
+      if (r.isNullAt(keyOrd)) {
+        ranges[i] = -1;
+        deltaRanges[i] = -1;
+      } else {
+        long key = Columns.read(r, keyOrd, keyCode);
+        ranges[i] = index.range(key);
+        deltaRanges[i] = index.deltaRange(key);
+      }
     }
     for (int i = 0; i < size; i++) {
-      found[i] = index.search(ranges[i], Columns.read(batch[i], tsOrd, tsCode));
+      found[i] = index.search(ranges[i], deltaRanges[i], Columns.read(batch[i], tsOrd, tsCode));
     }
     int touched = 0;
     for (int i = 0; i < size; i++) {

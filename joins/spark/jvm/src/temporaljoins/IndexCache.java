@@ -28,19 +28,75 @@ public final class IndexCache {
   /** Versions held by all holders together; the least recently used holders give way above it. */
   static final long TOTAL_MAX_ROWS = 4_000_000L;
 
+  /**
+   * A delta of up to this many versions (or an eighth of the base, if more) is shipped beside the
+   * base; a larger one is merged into a new base. Each batch pays for its delta, every so many
+   * batches one merge and broadcast of the whole history.
+   */
+  static final int REBASE_MIN_ROWS = 1 << 16;
+
   private static long totalMaxRows = TOTAL_MAX_ROWS;
+  private static volatile int rebaseMinRows = REBASE_MIN_ROWS;
+
+  /** What one batch probes: the held layers and the batch's retention bound (see {@link Lookup}). */
+  public static final class Held {
+    final Broadcast<VersionIndex> base;
+    final Broadcast<VersionIndex> delta;  // null: no versions since the base
+    final boolean hasBound;
+    final long bound;
+    final long windowFrom;
+
+    Held(Broadcast<VersionIndex> base, Broadcast<VersionIndex> delta, boolean hasBound, long bound,
+         long windowFrom) {
+      this.base = base;
+      this.delta = delta;
+      this.hasBound = hasBound;
+      this.bound = bound;
+      this.windowFrom = windowFrom;
+    }
+
+    /** Lookups at ts >= this are answered; Long.MIN_VALUE when the whole history is held. */
+    public long windowFrom() {
+      return windowFrom;
+    }
+
+    /** Versions in both layers (for tests and monitoring). */
+    public long rows() {
+      return base.value().size() + (delta == null ? 0 : delta.value().size());
+    }
+
+    /** Versions in the delta layer (for tests and monitoring). */
+    public long deltaRows() {
+      return delta == null ? 0 : delta.value().size();
+    }
+  }
 
   private static final class Entry {
     final String tableId;
     final long version;
-    final Runs.Run run;
+    final long windowFrom;
+    final Runs.Run base;
+    final Broadcast<VersionIndex> baseIndex;
+    final Runs.Run delta;                   // null: none
+    final Broadcast<VersionIndex> deltaIndex;
+    final long maxTs;
     final long used;
 
-    Entry(String tableId, long version, Runs.Run run, long used) {
+    Entry(String tableId, long version, long windowFrom, Runs.Run base, Broadcast<VersionIndex> baseIndex,
+          Runs.Run delta, Broadcast<VersionIndex> deltaIndex, long maxTs, long used) {
       this.tableId = tableId;
       this.version = version;
-      this.run = run;
+      this.windowFrom = windowFrom;
+      this.base = base;
+      this.baseIndex = baseIndex;
+      this.delta = delta;
+      this.deltaIndex = deltaIndex;
+      this.maxTs = maxTs;
       this.used = used;
+    }
+
+    long rows() {
+      return base.n + (delta == null ? 0 : delta.n);
     }
   }
 
@@ -62,37 +118,53 @@ public final class IndexCache {
    * The index of the table tableId at version, whose frames have the given schema. When from >= 0,
    * frame holds the rows of versions from + 1 .. version (null when from == version: no Spark job)
    * and is merged into the history held at from, which must be held (else IllegalStateException
-   * "INDEX_CACHE_MISS"); when from < 0, frame is the whole table at version.
+   * "INDEX_CACHE_MISS"); when from < 0, frame is the table at version: all of it (windowFrom =
+   * Long.MIN_VALUE), or its window from windowFrom on (every version at or after windowFrom, and
+   * per key the last one before it: enough for any lookup at ts >= windowFrom).
    * The result is held for the next batch when it has at most maxRows versions. The layout
    * parameters are {@link AsOfJoin#index}'s, plus seqOrds: a (key, ts) put twice keeps the put
    * with the larger sequence.
    */
-  public static Broadcast<VersionIndex> index(SparkSession session, StructType schema, String key,
-                                              String tableId, long version, Dataset<Row> frame, long from,
-                                              long maxRows, int keyOrd, int tsOrd, int tombOrd,
-                                              List<Integer> valueOrds, List<String> valueNames,
-                                              List<Integer> seqOrds, List<String> nullTs,
-                                              List<String> duplicate, int keyCheckField,
-                                              boolean hasRetention, long retention,
-                                              boolean hasStreamTime, long streamTime) {
-    Runs.Run base = null;
+  public static Held index(SparkSession session, StructType schema, String key, String tableId, long version,
+                           Dataset<Row> frame, long from, long windowFrom, long maxRows, int keyOrd, int tsOrd,
+                           int tombOrd, List<Integer> valueOrds, List<String> valueNames, List<Integer> seqOrds,
+                           List<String> nullTs, List<String> duplicate, int keyCheckField, boolean hasRetention,
+                           long retention, boolean hasStreamTime, long streamTime) {
+    Versions versions = new Versions((org.apache.spark.sql.classic.SparkSession) session, schema, keyOrd,
+        tsOrd, tombOrd, valueOrds, valueNames, seqOrds, nullTs, duplicate, keyCheckField);
+    Entry entry;
     if (from >= 0) {
       Entry held = ENTRIES.get(key);
       if (held == null || !held.tableId.equals(tableId) || held.version != from) {
         throw new IllegalStateException("INDEX_CACHE_MISS: " + key + " does not hold version " + from);
       }
-      base = held.run;
+      // A batch that reads the version held (its table gained nothing) runs no Spark job.
+      entry = from == version ? held : merged(versions, held, version, versions.collect(frame, held.delta));
+    } else {
+      Runs.Run base = versions.collect(frame);
+      entry = new Entry(tableId, version, windowFrom, base, versions.layer(base), null, null, Versions.maxTs(base),
+          tick());
     }
-    Versions versions = new Versions((org.apache.spark.sql.classic.SparkSession) session, schema, keyOrd,
-        tsOrd, tombOrd, valueOrds, valueNames, seqOrds, nullTs, duplicate, keyCheckField);
-    // A batch that reads the version held (its table gained nothing) runs no Spark job.
-    Runs.Run all = base != null && from == version ? base : versions.collect(frame, base);
-    if (all.n <= maxRows) {
-      hold(key, new Entry(tableId, version, all, tick()));
+    if (entry.rows() <= maxRows) {
+      hold(key, entry);
     } else {
       ENTRIES.remove(key);
     }
-    return versions.broadcast(all, hasRetention, retention, hasStreamTime, streamTime);
+    return new Held(entry.baseIndex, entry.deltaIndex, hasRetention && entry.rows() > 0,
+        Versions.bound(retention, hasStreamTime, streamTime, entry.maxTs), entry.windowFrom);
+  }
+
+  /** held with delta (the held delta and the versions since, merged) as of version. */
+  private static Entry merged(Versions versions, Entry held, long version, Runs.Run delta) {
+    long maxTs = Math.max(held.maxTs, Versions.maxTs(delta));
+    if (delta.n > Math.max(rebaseMinRows, held.base.n / 8)) {
+      Runs.Run base = versions.collect(null, held.base, delta);
+      return new Entry(held.tableId, version, held.windowFrom, base, versions.layer(base), null, null, maxTs,
+          tick());
+    }
+    delta = versions.shadowed(delta, held.base);
+    return new Entry(held.tableId, version, held.windowFrom, held.base, held.baseIndex, delta,
+        delta.n == 0 ? null : versions.layer(delta), maxTs, tick());
   }
 
   private static synchronized long tick() {
@@ -103,7 +175,7 @@ public final class IndexCache {
   private static synchronized void hold(String key, Entry entry) {
     ENTRIES.put(key, entry);
     long total = 0;
-    for (Entry e : ENTRIES.values()) total += e.run.n;
+    for (Entry e : ENTRIES.values()) total += e.rows();
     while (total > totalMaxRows) {
       String oldest = null;
       long oldestUse = Long.MAX_VALUE;
@@ -114,7 +186,7 @@ public final class IndexCache {
         }
       }
       if (oldest == null) return;  // only this holder: its own bound (maxRows) applies
-      total -= ENTRIES.remove(oldest).run.n;
+      total -= ENTRIES.remove(oldest).rows();
     }
   }
 
@@ -125,10 +197,17 @@ public final class IndexCache {
     return old;
   }
 
+  /** Sets the delta size that is always shipped beside the base (REBASE_MIN_ROWS); returns the old. */
+  public static synchronized int rebaseMinRows(int rows) {
+    int old = rebaseMinRows;
+    rebaseMinRows = rows;
+    return old;
+  }
+
   /** Versions held by all holders together (for tests and monitoring). */
   public static synchronized long heldRows() {
     long total = 0;
-    for (Entry e : ENTRIES.values()) total += e.run.n;
+    for (Entry e : ENTRIES.values()) total += e.rows();
     return total;
   }
 }

@@ -229,12 +229,47 @@ final class Runs {
     return all;
   }
 
-  private static int compareSeq(long[] a, int from, long[] b, int bFrom, int width) {
+  static int compareSeq(long[] a, int from, long[] b, int bFrom, int width) {
     for (int s = 0; s < width; s++) {
       int c = Long.compare(a[from + s], b[bFrom + s]);
       if (c != 0) return c;
     }
     return 0;
+  }
+
+  /** The first position of run at or after (key, ts) in (key, ts) order; run.n when none. */
+  static int lowerBound(Run run, long key, long ts) {
+    int lo = 0;
+    int hi = run.n;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (run.keys[mid] < key || (run.keys[mid] == key && run.ts[mid] < ts)) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+  }
+
+  /** run without the versions marked in drop (dropped of them), in order. */
+  static Run without(Run run, boolean[] drop, int dropped) {
+    int bytes = 0;
+    for (int i = 0; i < run.n; i++) {
+      if (!drop[i]) bytes += run.offsets[i + 1] - run.offsets[i];
+    }
+    Run kept = allocate(run.n - dropped, run.width, bytes);
+    int m = 0;
+    int used = 0;
+    for (int i = 0; i < run.n; i++) {
+      if (drop[i]) continue;
+      kept.keys[m] = run.keys[i];
+      kept.ts[m] = run.ts[i];
+      kept.tombstone[m] = run.tombstone[i];
+      System.arraycopy(run.seq, i * run.width, kept.seq, m * run.width, run.width);
+      int len = run.offsets[i + 1] - run.offsets[i];
+      System.arraycopy(run.values, run.offsets[i], kept.values, used, len);
+      used += len;
+      kept.offsets[++m] = used;
+    }
+    kept.n = m;
+    return kept;
   }
 
   private static boolean less(long[] k, long[] t, int a, int b) {

@@ -104,24 +104,40 @@ public final class VersionIndex implements Serializable {
 
   /** The version answering get(key, t) within range(key), or -1 for no answer. */
   int search(long range, long t) {
+    int p = floor(range, t);
+    if (p < 0 || tombstone[p]) return -1;
+    if (hasBound && t < bound && p != (int) range - 1) return -1;
+    return p;
+  }
+
+  /** The version of range(key) with the largest ts <= t, tombstone or not; -1 when none. */
+  int floor(long range, long t) {
     if (range < 0) return -1;
     int lo = (int) (range >>> 32);
-    int end = (int) range;
-    int hi = end - 1;
-    int p;
+    int hi = (int) range - 1;
     if (ts[lo] > t) return -1;
-    if (ts[hi] <= t) {
-      p = hi;
-    } else {
-      while (hi - lo > 1) {  // ts[lo] <= t < ts[hi]
-        int mid = (lo + hi) >>> 1;
-        if (ts[mid] <= t) lo = mid; else hi = mid;
-      }
-      p = lo;
+    if (ts[hi] <= t) return hi;
+    while (hi - lo > 1) {  // ts[lo] <= t < ts[hi]
+      int mid = (lo + hi) >>> 1;
+      if (ts[mid] <= t) lo = mid; else hi = mid;
     }
-    if (tombstone[p]) return -1;
-    if (hasBound && t < bound && p != end - 1) return -1;
-    return p;
+    return lo;
+  }
+
+  long ts(int p) {
+    return ts[p];
+  }
+
+  boolean tombstone(int p) {
+    return tombstone[p];
+  }
+
+  boolean hasBound() {
+    return hasBound;
+  }
+
+  long bound() {
+    return bound;
   }
 
   /** Reads the first byte of version p's values, so that they are in cache when copied. */

@@ -64,16 +64,22 @@ final class Versions {
   }
 
   /**
-   * The frame's versions (one Spark job: each task packs and sorts its partition), merged on the
-   * driver with base (null for none), as Spark's own broadcast joins build their relation there.
+   * The frame's versions (one Spark job: each task packs and sorts its partition; none when frame
+   * is null), merged on the driver with the runs held (null ones skipped), as Spark's own
+   * broadcast joins build their relation there.
    */
-  Runs.Run collect(Dataset<Row> frame, Runs.Run base) {
-    org.apache.spark.sql.classic.Dataset<Row> t = (org.apache.spark.sql.classic.Dataset<Row>) frame;
-    Runs.Layout l = layout;
-    List<Runs.Run> runs = new ArrayList<>(t.queryExecution().toRdd().toJavaRDD()
-        .mapPartitions((Iterator<InternalRow> rows) -> Collections.singletonList(Runs.pack(rows, l)).iterator())
-        .collect());
-    if (base != null) runs.add(0, base);
+  Runs.Run collect(Dataset<Row> frame, Runs.Run... held) {
+    List<Runs.Run> runs = new ArrayList<>();
+    for (Runs.Run r : held) {
+      if (r != null) runs.add(r);
+    }
+    if (frame != null) {
+      org.apache.spark.sql.classic.Dataset<Row> t = (org.apache.spark.sql.classic.Dataset<Row>) frame;
+      Runs.Layout l = layout;
+      runs.addAll(t.queryExecution().toRdd().toJavaRDD()
+          .mapPartitions((Iterator<InternalRow> rows) -> Collections.singletonList(Runs.pack(rows, l)).iterator())
+          .collect());
+    }
     Runs.Run all = Runs.merge(runs, new Runs.Duplicate() {
       @Override
       public RuntimeException collision(Runs.Run merged, int i, Runs.Run other, int j) {
@@ -101,13 +107,63 @@ final class Versions {
   /** The index of `all` for one batch: the retention bound is the stream time's (else the largest ts's). */
   Broadcast<VersionIndex> broadcast(Runs.Run all, boolean hasRetention, long retention, boolean hasStreamTime,
                                     long streamTime) {
-    long maxTs = Long.MIN_VALUE;
-    for (int i = 0; i < all.n; i++) maxTs = Math.max(maxTs, all.ts[i]);
-    long now = hasStreamTime ? streamTime : maxTs;
-    long bound = AsOfJoin.saturatingSubtract(now, retention);
+    long bound = bound(retention, hasStreamTime, streamTime, maxTs(all));
     VersionIndex index = new VersionIndex(all.keys, all.ts, all.tombstone, all.values, all.offsets, valueSchema,
         hasRetention && all.n > 0, bound);
     return JavaSparkContext.fromSparkContext(sparkContext).broadcast(index);
+  }
+
+  /** The index of a held layer: its retention bound is the batch's, applied by {@link Lookup}. */
+  Broadcast<VersionIndex> layer(Runs.Run run) {
+    VersionIndex index = new VersionIndex(run.keys, run.ts, run.tombstone, run.values, run.offsets, valueSchema,
+        false, 0);
+    return JavaSparkContext.fromSparkContext(sparkContext).broadcast(index);
+  }
+
+  /** History retention's bound: lookups below it are answered by a key's latest version only. */
+  static long bound(long retention, boolean hasStreamTime, long streamTime, long maxTs) {
+    return AsOfJoin.saturatingSubtract(hasStreamTime ? streamTime : maxTs, retention);
+  }
+
+  static long maxTs(Runs.Run run) {
+    long max = Long.MIN_VALUE;
+    for (int i = 0; i < run.n; i++) max = Math.max(max, run.ts[i]);
+    return max;
+  }
+
+  /**
+   * delta without the versions that base's put of the same (key, ts) outranks (the later sequence
+   * wins, as in a merge), so that a probe of both layers may let the delta answer every tie. A
+   * hashed key in both layers must be the same key in both (else HASH_COLLISION).
+   */
+  Runs.Run shadowed(Runs.Run delta, Runs.Run base) {
+    boolean[] drop = new boolean[delta.n];
+    int dropped = 0;
+    UnsafeRow mine = new UnsafeRow(valueTypes.length);
+    UnsafeRow theirs = new UnsafeRow(valueTypes.length);
+    BasePredicate same = keyCheckField < 0 ? null : sameKey();
+    JoinedRow pair = new JoinedRow();
+    boolean inBase = false;
+    for (int i = 0; i < delta.n; i++) {
+      long key = delta.keys[i];
+      if (i == 0 || delta.keys[i - 1] != key) {
+        // Each layer already holds one key per hash (checkNoCollision): its first version tells.
+        int first = Runs.lowerBound(base, key, Long.MIN_VALUE);
+        inBase = first < base.n && base.keys[first] == key;
+        if (inBase && same != null && !same.eval(pair.apply(Runs.pointTo(mine, delta, i),
+                                                             Runs.pointTo(theirs, base, first)))) {
+          throw collision(key);
+        }
+      }
+      if (!inBase) continue;
+      int twin = Runs.lowerBound(base, key, delta.ts[i]);
+      if (twin < base.n && base.keys[twin] == key && base.ts[twin] == delta.ts[i]
+          && Runs.compareSeq(base.seq, twin * base.width, delta.seq, i * delta.width, delta.width) > 0) {
+        drop[i] = true;
+        dropped++;
+      }
+    }
+    return dropped == 0 ? delta : Runs.without(delta, drop, dropped);
   }
 
   /** Versions sharing a hashed key must share the key itself. */

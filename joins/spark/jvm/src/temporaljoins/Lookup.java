@@ -1,0 +1,90 @@
+package temporaljoins;
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+
+/**
+ * What a probe asks: get(key, t) over one {@link VersionIndex}, or over two layers of one table's
+ * versions, a large base and the small delta of versions gained since the base was built.
+ *
+ * <p>Why layers: a held history ({@link IndexCache}) gains a few versions per micro-batch. Merged
+ * into one index, every batch would copy and broadcast the whole history again, a cost that grows
+ * with the table; layered, the base is broadcast once and a batch ships only its delta, as an
+ * LSM store writes a small run and merges runs now and then.
+ *
+ * <p>The answer is the one index of both layers would give: the version with the largest ts <= t
+ * of either layer (a (key, ts) in both is answered by the delta's: {@link Runs#shadowed} has
+ * already dropped every delta version the base's put of the same (key, ts) outranks); a
+ * tombstone answers nothing; past history retention (t < bound) only the key's latest version,
+ * over both layers, answers.
+ */
+final class Lookup {
+  private final VersionIndex base;
+  private final VersionIndex delta;  // null: one layer
+  private final int split;           // positions >= split are the delta's
+  private final boolean hasBound;
+  private final long bound;
+
+  Lookup(VersionIndex base, VersionIndex delta, boolean hasBound, long bound) {
+    this.base = base;
+    this.delta = delta;
+    this.split = base.size();
+    this.hasBound = hasBound;
+    this.bound = bound;
+  }
+
+  /** One index, with its own retention bound. */
+  static Lookup of(VersionIndex index) {
+    return new Lookup(index, null, index.hasBound(), index.bound());
+  }
+
+  long range(long key) {
+    return base.range(key);
+  }
+
+  long deltaRange(long key) {
+    return delta == null ? -1 : delta.range(key);
+  }
+
+  /** The position answering get(key, t), given the key's ranges in both layers, or -1. */
+  int search(long range, long deltaRange, long t) {
+    if (delta == null) {
+      int p = base.floor(range, t);
+      if (p < 0 || base.tombstone(p)) return -1;
+      if (hasBound && t < bound && p != (int) range - 1) return -1;
+      return p;
+    }
+    int b = base.floor(range, t);
+    int d = delta.floor(deltaRange, t);
+    if (b < 0 && d < 0) return -1;
+    boolean fromDelta = d >= 0 && (b < 0 || delta.ts(d) >= base.ts(b));
+    VersionIndex layer = fromDelta ? delta : base;
+    int p = fromDelta ? d : b;
+    if (layer.tombstone(p)) return -1;
+    if (hasBound && t < bound && !latest(p, fromDelta, range, deltaRange)) return -1;
+    return fromDelta ? split + p : p;
+  }
+
+  /**
+   * Whether the chosen version (p of the delta, or of the base) is the key's latest in both
+   * layers. A ts in both layers is one (key, ts), which the delta answers: a delta version is
+   * latest when the base's last is not later, a base version only when the delta's last is earlier.
+   */
+  private boolean latest(int p, boolean fromDelta, long range, long deltaRange) {
+    if (fromDelta) {
+      return p == (int) deltaRange - 1 && (range < 0 || base.ts((int) range - 1) <= delta.ts(p));
+    }
+    return p == (int) range - 1 && (deltaRange < 0 || delta.ts((int) deltaRange - 1) < base.ts(p));
+  }
+
+  byte touch(int p) {
+    return p < split ? base.touch(p) : delta.touch(p - split);
+  }
+
+  void pointTo(UnsafeRow row, int p) {
+    if (p < split) base.pointTo(row, p); else delta.pointTo(row, p - split);
+  }
+
+  int valueFields() {
+    return base.valueFields();
+  }
+}
