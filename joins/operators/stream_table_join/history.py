@@ -1,8 +1,10 @@
 """The versioned table's history narrowed to what a batch's lookups can need.
 
-A table of up to `joins.asof.HELD_MAX_ROWS` versions is not narrowed at all: its history is held
-in the driver from batch to batch (`held_table`, `joins.asof.held`) and a batch reads only the
-versions the table gained. Larger tables are narrowed per batch, as follows.
+A versioned table's history is held in the driver from batch to batch (`held_table`,
+`joins.asof.held`): whole up to `joins.asof.HELD_MAX_ROWS` versions, as a window (the versions
+from some ts on, and each key's last before it) beyond, and a batch reads only the versions the
+table gained. What the held history cannot answer (lookups older than a window's start, a table
+whose window would not fit, a session without the JVM index) is narrowed per batch, as follows.
 
 A micro-batch looks up a few thousand keys; the table may hold years of history. The lookups'
 distinct table keys, each with its smallest lookup ts, are broadcast into the history scan (a

@@ -1,10 +1,11 @@
 """The table side of the incremental stream-table join: lookups that touch only what a batch needs.
 
 A micro-batch looks up a few thousand keys; the table may hold years of history, and is read
-again only where it must be. A versioned table of up to `held_max_rows` versions is held in the
-driver from batch to batch (`held_lookup`, `joins.asof.held`): a batch merges in the versions
-its table gained and probes that index. A larger one is narrowed every batch, starting from the
-batch's lookups, never from the table: the history is narrowed to about one row per looked-up
+again only where it must be. A versioned table is held in the driver from batch to batch
+(`held_lookup`, `joins.asof.held`): whole up to `held_max_rows` versions, as a window of its
+recent history beyond; a batch merges in the versions its table gained and probes that index.
+What it cannot answer (lookups older than the window) is narrowed, starting from those
+lookups, never from the table: the history is narrowed to about one row per looked-up
 key first (`history.py`: the keys broadcast into the scan, the versions below the smallest
 lookup ts collapsed to the one valid there), then the as-of join (`joins.asof`, its version
 index or skew-proof bucketed validity intervals) runs on that.
