@@ -50,8 +50,13 @@ if TYPE_CHECKING:
 # memory holds about 40 bytes per version plus its values, and a new base is broadcast to every
 # executor when the delta outgrows an eighth of it. Per batch, the cost follows the delta.
 HELD_MAX_ROWS = 4_000_000
-# Holders and tables whose window would not fit (too many keys): not asked again.
-_NO_WINDOW: set[tuple[str, str]] = set()
+# ... and above this many bytes of values (wide rows): the driver keeps them, and a copy for the
+# broadcast. A history found larger is not held again (`_NOT_HELD`); its batches narrow instead.
+HELD_MAX_BYTES = 256 << 20
+# (Holder, table id) pairs whose whole history, or even whose window, turned out not to fit:
+# not read again to find out.
+_NOT_WHOLE: set[tuple[str, str]] = set()
+_NOT_HELD: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,7 @@ class HeldTable:
     #                                                 None when the table was rewritten since
     sequence: tuple[str, ...]                       # orders two puts of one (key, ts): later wins
     max_rows: int = HELD_MAX_ROWS
+    max_bytes: int = HELD_MAX_BYTES
 
     def key(self, plan: AsOfPlan) -> str:
         """The holder and the layout: another join of the table, or the same table read with
@@ -109,7 +115,10 @@ def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable,
         if changes is not None:
             frame, start = changes, at
     if start < 0:
-        if held.rows is not None and held.rows <= held.max_rows:
+        if (key, held.table_id) in _NOT_HELD:
+            return None
+        whole = held.rows is not None and held.rows <= held.max_rows
+        if whole and (key, held.table_id) not in _NOT_WHOLE:
             frame = held.history()
         else:
             found = _window(plan, held, key)
@@ -127,7 +136,7 @@ def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable,
     try:
         index = built(lambda: cache.index(
             jspark, jspark.parseDataType(schema.json()), key, held.table_id, held.version, jframe,
-            start, window, held.max_rows, *layout.args(), sequence,
+            start, window, held.max_rows, held.max_bytes, *layout.args(), sequence,
             jvm_template(null_ts(plan, "table")), jvm_template(duplicate_version(plan)),
             layout.key_check_field, *bounds(plan)))
     except HashCollision:
@@ -135,8 +144,15 @@ def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable,
     except Exception as exc:
         if "INDEX_CACHE_MISS" in str(exc):
             return None  # another thread of this process moved the held version meanwhile
+        if "as-of index:" in str(exc):
+            _NOT_HELD.add((key, held.table_id))  # over the 2 GiB of values an index can hold
+            return None
         raise
     window = int(index.windowFrom())
+    if start < 0 and not index.kept():
+        # Read anew and already too large to keep: the next batch would read it again. A
+        # whole history may still fit as a window; a window does not fit at all.
+        (_NOT_WHOLE if window == _WHOLE else _NOT_HELD).add((key, held.table_id))
     rest = None
     if window != _WHOLE and (min_stream_ts is None or min_stream_ts < window):
         ts = ident(plan.stream_ts)
@@ -153,12 +169,12 @@ _WHOLE = -(2 ** 63)  # the window start of a history held whole (Long.MIN_VALUE)
 def _window(plan: AsOfPlan, held: HeldTable, key: str) -> tuple[int, DataFrame] | None:
     """(start, frame) of the table's window within half of `max_rows` (the other half is room to
     grow), or None: the ts is not an integer, or not even one version per key fits."""
-    if plan.ts_kind != "integral" or (key, held.table_id) in _NO_WINDOW:
+    if plan.ts_kind != "integral" or (key, held.table_id) in _NOT_HELD:
         return None
     history = held.history()
     start = window_start(history, key=plan.table_key, ts=plan.table_ts, budget=held.max_rows // 2)
     if start is None:
-        _NO_WINDOW.add((key, held.table_id))
+        _NOT_HELD.add((key, held.table_id))
         return None
     return start, window_frame(history, key=plan.table_key, ts=plan.table_ts,
                                sequence=held.sequence, start=start)

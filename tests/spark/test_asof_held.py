@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from joins.asof import HeldJoin, HeldTable, asof_join, held_asof_join
+from joins.asof.held import HELD_MAX_BYTES
 from joins.errors import InputRecordError
 from tests.spark.test_asof_join import INDEX_RUNS, NO_INDEX, STREAM_SCHEMA, brute_force
 
@@ -63,7 +64,8 @@ class VersionsLog:
             last[(put[0], put[1])] = put
         return [(k, ts, val, tomb) for (k, ts), (_, _, tomb, _, _, val) in last.items()]
 
-    def held(self, spark: Any, holder: str, key_as: str, max_rows: int) -> HeldTable:
+    def held(self, spark: Any, holder: str, key_as: str, max_rows: int,
+             max_bytes: int = HELD_MAX_BYTES) -> HeldTable:
         def frame(puts: Sequence[Put]) -> Any:
             df = spark.createDataFrame(list(puts), LOG_SCHEMA)
             return df if key_as == "long" else df.selectExpr("CAST(k AS STRING) AS k", *df.columns[1:])
@@ -83,7 +85,7 @@ class VersionsLog:
         return HeldTable(holder=holder, table_id=self.table_id, version=version,
                          rows=len(self.puts), schema=frame([]).schema, history=history,
                          changes_after=changes_after, sequence=("batch_id", "arrival"),
-                         max_rows=max_rows)
+                         max_rows=max_rows, max_bytes=max_bytes)
 
 
 def held_join(spark: Any, log: VersionsLog, holder: str, stream: list[tuple[int, int, int, int]],
@@ -262,3 +264,25 @@ def test_a_put_repeated_in_the_delta_stays_the_latest_past_retention(spark: Any)
     assert answers(held_join(spark, log, holder, stream, "long", 2)) == [(0, "a", 5)]
     log.append([(1, 5, False, 2, 0, "b")])
     assert answers(held_join(spark, log, holder, stream, "long", 2)) == [(0, "b", 5)]
+
+
+def test_a_history_too_wide_to_keep_is_tried_as_a_window_then_left(spark: Any) -> None:
+    """Rows within max_rows but values over max_bytes: this batch still uses what it read, the
+    next one tries a window, and once that does not fit either the table is not read again."""
+    log, holder = VersionsLog(), uuid.uuid4().hex
+    log.append([(k, ts, False, 1, 10 * ts + k, "v" * 40) for ts in range(4) for k in (1, 2)])
+    stream = [(0, 1, 3, 0), (1, 2, 0, 0)]
+    expected = brute_force(stream, log.latest_puts(), how="left")
+    reads = []
+    for _ in range(3):
+        sdf = spark.createDataFrame(stream, STREAM_SCHEMA)
+        found = held_asof_join(sdf, log.held(spark, holder, "long", 1000, max_bytes=100), **_JOIN)
+        reads.append(log.history_reads)
+        if found is None:
+            break
+        left = [] if found.rest is None else [tuple(r) for r in found.rest.collect()]
+        # The rows left over are the caller's: here answered by the oracle itself.
+        assert sorted(answers(found.joined) + brute_force(left, log.latest_puts(), how="left"),
+                      key=repr) == expected
+        assert (found.window_from is None) == (len(reads) == 1)
+    assert found is None and reads == [1, 2, 2]

@@ -17,10 +17,13 @@ import org.apache.spark.sql.types.StructType;
  * <p>The Delta table stays the truth. An entry is the table (its Delta table id: a table created
  * anew at the same path is another table) at one version; it is used only by a batch that starts
  * exactly there, and a batch that cannot (a first batch, another process's batch, a table rewritten
- * by a compaction) builds from the whole table instead. Only histories of at most maxRows versions
- * are kept, so that the driver's memory and the per-batch broadcast stay small, and all holders
- * together keep at most TOTAL_MAX_ROWS: a process running many joins (a Dagster run worker) lets
- * the least recently used ones go (their next batch reads the whole table again).
+ * by a compaction) builds from the table instead (all of it, or a window of it: see {@link #index}).
+ * An entry is two layers (see {@link Lookup}): a base, broadcast once, and the delta gained since,
+ * broadcast per batch and merged into a new base when it outgrows an eighth of it. Only histories
+ * of at most maxRows versions and maxBytes bytes of values are kept, so that the driver's memory
+ * stays bounded, and all holders together keep at most TOTAL_MAX_ROWS: a process running many joins
+ * (a Dagster run worker) lets the least recently used ones go (their next batch reads the table
+ * again).
  */
 public final class IndexCache {
   private IndexCache() {}
@@ -45,14 +48,21 @@ public final class IndexCache {
     final boolean hasBound;
     final long bound;
     final long windowFrom;
+    final boolean kept;
 
     Held(Broadcast<VersionIndex> base, Broadcast<VersionIndex> delta, boolean hasBound, long bound,
-         long windowFrom) {
+         long windowFrom, boolean kept) {
       this.base = base;
       this.delta = delta;
       this.hasBound = hasBound;
       this.bound = bound;
       this.windowFrom = windowFrom;
+      this.kept = kept;
+    }
+
+    /** Whether the index is held for the next batch (else it outgrew maxRows or maxBytes). */
+    public boolean kept() {
+      return kept;
     }
 
     /** Lookups at ts >= this are answered; Long.MIN_VALUE when the whole history is held. */
@@ -98,6 +108,10 @@ public final class IndexCache {
     long rows() {
       return base.n + (delta == null ? 0 : delta.n);
     }
+
+    long bytes() {
+      return (long) base.offsets[base.n] + (delta == null ? 0 : delta.offsets[delta.n]);
+    }
   }
 
   private static final ConcurrentHashMap<String, Entry> ENTRIES = new ConcurrentHashMap<>();
@@ -121,12 +135,13 @@ public final class IndexCache {
    * "INDEX_CACHE_MISS"); when from < 0, frame is the table at version: all of it (windowFrom =
    * Long.MIN_VALUE), or its window from windowFrom on (every version at or after windowFrom, and
    * per key the last one before it: enough for any lookup at ts >= windowFrom).
-   * The result is held for the next batch when it has at most maxRows versions. The layout
+   * The result is held for the next batch when it has at most maxRows versions and maxBytes bytes of
+   * values ({@link Held#kept} says whether it was). The layout
    * parameters are {@link AsOfJoin#index}'s, plus seqOrds: a (key, ts) put twice keeps the put
    * with the larger sequence.
    */
   public static Held index(SparkSession session, StructType schema, String key, String tableId, long version,
-                           Dataset<Row> frame, long from, long windowFrom, long maxRows, int keyOrd, int tsOrd,
+                           Dataset<Row> frame, long from, long windowFrom, long maxRows, long maxBytes, int keyOrd, int tsOrd,
                            int tombOrd, List<Integer> valueOrds, List<String> valueNames, List<Integer> seqOrds,
                            List<String> nullTs, List<String> duplicate, int keyCheckField, boolean hasRetention,
                            long retention, boolean hasStreamTime, long streamTime) {
@@ -145,13 +160,14 @@ public final class IndexCache {
       entry = new Entry(tableId, version, windowFrom, base, versions.layer(base), null, null, Versions.maxTs(base),
           tick());
     }
-    if (entry.rows() <= maxRows) {
+    boolean kept = entry.rows() <= maxRows && entry.bytes() <= maxBytes;
+    if (kept) {
       hold(key, entry);
     } else {
       ENTRIES.remove(key);
     }
     return new Held(entry.baseIndex, entry.deltaIndex, hasRetention && entry.rows() > 0,
-        Versions.bound(retention, hasStreamTime, streamTime, entry.maxTs), entry.windowFrom);
+        Versions.bound(retention, hasStreamTime, streamTime, entry.maxTs), entry.windowFrom, kept);
   }
 
   /** held with delta (the held delta and the versions since, merged) as of version. */
