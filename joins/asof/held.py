@@ -12,10 +12,11 @@ both as from one index). A batch's cost thus follows what the table gained, not 
 A batch that starts at or after the held version merges the versions since in (one small Spark
 job, none when the table gained nothing); anything else (the first batch in a process, another
 table at the same path, a table rewritten meanwhile, a holder that ran ahead) reads the table
-again: all of it, if it has at most `max_rows` versions; else its window (`joins.asof.window`:
-the versions from some ts on, plus each key's last one before it, at most `max_rows / 2`), and
-lookups older than the window's start are left to the caller; else None, and the caller joins
-another way. All holders of a process together keep at most 4M versions
+again (a history of more than `first_read_max_rows` versions only from the holder's second
+batch in the process on): all of it, if it has at most `max_rows` versions; else its window
+(`joins.asof.window`: the versions from some ts on, plus each key's last one before it, at most
+`max_rows / 2`), and lookups older than the window's start are left to the caller; else None,
+and the caller joins another way. All holders of a process together keep at most 4M versions
 (`IndexCache.TOTAL_MAX_ROWS`; the least recently used give way, and read their table again at
 their next batch). Answers never depend on what is held: the held index and a fresh one are the
 same index.
@@ -53,6 +54,12 @@ HELD_MAX_ROWS = 4_000_000
 # ... and above this many bytes of values (wide rows): the driver keeps them, and a copy for the
 # broadcast. A history found larger is not held again (`_NOT_HELD`); its batches narrow instead.
 HELD_MAX_BYTES = 256 << 20
+# A history of more versions than this is read at a holder's second batch in the process, not
+# its first (which returns None: the caller narrows, as a one-off batch should): reading 10M
+# versions into a window takes 8-15 s here, a batch that narrows them about 1 s, so the read
+# pays only for a process that runs batches on (a replay, the warm run worker, a stream).
+FIRST_READ_MAX_ROWS = 1_000_000
+_SEEN: set[tuple[str, str]] = set()
 # (Holder, table id) pairs whose whole history, or even whose window, turned out not to fit:
 # not read again to find out.
 _NOT_WHOLE: set[tuple[str, str]] = set()
@@ -75,6 +82,7 @@ class HeldTable:
     sequence: tuple[str, ...]                       # orders two puts of one (key, ts): later wins
     max_rows: int = HELD_MAX_ROWS
     max_bytes: int = HELD_MAX_BYTES
+    first_read_max_rows: int = FIRST_READ_MAX_ROWS
 
     def key(self, plan: AsOfPlan) -> str:
         """The holder and the layout: another join of the table, or the same table read with
@@ -116,6 +124,10 @@ def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable,
             frame, start = changes, at
     if start < 0:
         if (key, held.table_id) in _NOT_HELD:
+            return None
+        large = held.rows is None or held.rows > held.first_read_max_rows
+        if large and (key, held.table_id) not in _SEEN:
+            _SEEN.add((key, held.table_id))
             return None
         whole = held.rows is not None and held.rows <= held.max_rows
         if whole and (key, held.table_id) not in _NOT_WHOLE:

@@ -65,7 +65,7 @@ class VersionsLog:
         return [(k, ts, val, tomb) for (k, ts), (_, _, tomb, _, _, val) in last.items()]
 
     def held(self, spark: Any, holder: str, key_as: str, max_rows: int,
-             max_bytes: int = HELD_MAX_BYTES) -> HeldTable:
+             max_bytes: int = HELD_MAX_BYTES, first_read_max_rows: int = 1000) -> HeldTable:
         def frame(puts: Sequence[Put]) -> Any:
             df = spark.createDataFrame(list(puts), LOG_SCHEMA)
             return df if key_as == "long" else df.selectExpr("CAST(k AS STRING) AS k", *df.columns[1:])
@@ -85,7 +85,8 @@ class VersionsLog:
         return HeldTable(holder=holder, table_id=self.table_id, version=version,
                          rows=len(self.puts), schema=frame([]).schema, history=history,
                          changes_after=changes_after, sequence=("batch_id", "arrival"),
-                         max_rows=max_rows, max_bytes=max_bytes)
+                         max_rows=max_rows, max_bytes=max_bytes,
+                         first_read_max_rows=first_read_max_rows)
 
 
 def held_join(spark: Any, log: VersionsLog, holder: str, stream: list[tuple[int, int, int, int]],
@@ -286,3 +287,17 @@ def test_a_history_too_wide_to_keep_is_tried_as_a_window_then_left(spark: Any) -
                       key=repr) == expected
         assert (found.window_from is None) == (len(reads) == 1)
     assert found is None and reads == [1, 2, 2]
+
+
+def test_a_large_history_is_read_from_the_second_batch_on(spark: Any) -> None:
+    """A one-off batch should not pay for reading a large history it will never use again: a
+    holder's first batch in the process leaves it to the caller, the second reads it."""
+    log, holder = VersionsLog(), uuid.uuid4().hex
+    log.append([(1, 1, False, 1, 0, "a"), (1, 2, False, 1, 1, "b")])
+    stream = [(0, 1, 5, 0)]
+    found = []
+    for _ in range(2):
+        table = log.held(spark, holder, "long", 1000, first_read_max_rows=1)
+        found.append(held_asof_join(spark.createDataFrame(stream, STREAM_SCHEMA), table, **_JOIN))
+    assert found[0] is None and found[1] is not None and log.history_reads == 1
+    assert answers(found[1].joined) == [(0, "b", 2)]
