@@ -100,7 +100,12 @@ class HeldJoin:
     joined: DataFrame
     rest: DataFrame | None  # rows older than the held window's start (None: there are none)
     window_from: int | None  # the held window's start (None: the whole history is held)
-    held_rows: int           # versions held, in both layers
+    index: Any               # the JVM's IndexCache.Held
+
+    @property
+    def held_rows(self) -> int:
+        """Versions held, in both layers (a JVM call: not asked on a batch's path)."""
+        return int(self.index.rows())
 
 
 def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable,
@@ -173,7 +178,7 @@ def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable,
         rest = stream.where(f"NOT coalesce({ts} >= {window}, false)")
         stream = stream.where(f"{ts} >= {window}")
     return HeldJoin(probe(plan, stream, index, layout, held=True), rest,
-                    None if window == _WHOLE else window, int(index.rows()))
+                    None if window == _WHOLE else window, index)
 
 
 _WHOLE = -(2 ** 63)  # the window start of a history held whole (Long.MIN_VALUE)
@@ -182,7 +187,7 @@ _WHOLE = -(2 ** 63)  # the window start of a history held whole (Long.MIN_VALUE)
 def _window(plan: AsOfPlan, held: HeldTable, key: str) -> tuple[int, DataFrame] | None:
     """(start, frame) of the table's window within half of `max_rows` (the other half is room to
     grow), or None: the ts is not an integer, or not even one version per key fits."""
-    if plan.ts_kind != "integral" or (key, held.table_id) in _NOT_HELD:
+    if plan.ts_kind != "integral":
         return None
     history = held.history()
     start = window_start(history, key=plan.table_key, ts=plan.table_ts, budget=held.max_rows // 2)

@@ -74,11 +74,6 @@ public final class IndexCache {
     public long rows() {
       return base.value().size() + (delta == null ? 0 : delta.value().size());
     }
-
-    /** Versions in the delta layer (for tests and monitoring). */
-    public long deltaRows() {
-      return delta == null ? 0 : delta.value().size();
-    }
   }
 
   private static final class Entry {

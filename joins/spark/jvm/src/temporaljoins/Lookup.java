@@ -47,14 +47,8 @@ final class Lookup {
 
   /** The position answering get(key, t), given the key's ranges in both layers, or -1. */
   int search(long range, long deltaRange, long t) {
-    if (delta == null) {
-      int p = base.floor(range, t);
-      if (p < 0 || base.tombstone(p)) return -1;
-      if (hasBound && t < bound && p != (int) range - 1) return -1;
-      return p;
-    }
     int b = base.floor(range, t);
-    int d = delta.floor(deltaRange, t);
+    int d = delta == null ? -1 : delta.floor(deltaRange, t);
     if (b < 0 && d < 0) return -1;
     boolean fromDelta = d >= 0 && (b < 0 || delta.ts(d) >= base.ts(b));
     VersionIndex layer = fromDelta ? delta : base;

@@ -9,9 +9,9 @@ import org.apache.spark.unsafe.Platform;
  * A versioned table held in memory for as-of lookups: every version sorted by (key, ts), a map from
  * key to its run of versions, and each version's value columns as UnsafeRow bytes in one array.
  *
- * <p>search(range(key), t) is seed 000's versioned-store get: the version of the key with the
- * largest ts <= t; a tombstone answers nothing; past history retention (t < bound) only the key's latest
- * version answers (it never expires).
+ * <p>floor(range(key), t) finds the version of the key with the largest ts <= t; {@link Lookup#search}
+ * makes it seed 000's versioned-store get: a tombstone answers nothing; past history retention
+ * (t < bound) only the key's latest version answers (it never expires).
  *
  * <p>Keys that are dense integers (span at most 4x the number of keys) are addressed directly, as
  * Spark's dense hashed relation does; other keys go through an open-addressing hash. Everything is
@@ -100,14 +100,6 @@ public final class VersionIndex implements Serializable {
       if (slots[2 * s] == key) return range;
       s = (s + 1) & mask;
     }
-  }
-
-  /** The version answering get(key, t) within range(key), or -1 for no answer. */
-  int search(long range, long t) {
-    int p = floor(range, t);
-    if (p < 0 || tombstone[p]) return -1;
-    if (hasBound && t < bound && p != (int) range - 1) return -1;
-    return p;
   }
 
   /** The version of range(key) with the largest ts <= t, tombstone or not; -1 when none. */

@@ -107,16 +107,17 @@ final class Versions {
   /** The index of `all` for one batch: the retention bound is the stream time's (else the largest ts's). */
   Broadcast<VersionIndex> broadcast(Runs.Run all, boolean hasRetention, long retention, boolean hasStreamTime,
                                     long streamTime) {
-    long bound = bound(retention, hasStreamTime, streamTime, maxTs(all));
-    VersionIndex index = new VersionIndex(all.keys, all.ts, all.tombstone, all.values, all.offsets, valueSchema,
-        hasRetention && all.n > 0, bound);
-    return JavaSparkContext.fromSparkContext(sparkContext).broadcast(index);
+    return ship(all, hasRetention && all.n > 0, bound(retention, hasStreamTime, streamTime, maxTs(all)));
   }
 
   /** The index of a held layer: its retention bound is the batch's, applied by {@link Lookup}. */
   Broadcast<VersionIndex> layer(Runs.Run run) {
+    return ship(run, false, 0);
+  }
+
+  private Broadcast<VersionIndex> ship(Runs.Run run, boolean hasBound, long bound) {
     VersionIndex index = new VersionIndex(run.keys, run.ts, run.tombstone, run.values, run.offsets, valueSchema,
-        false, 0);
+        hasBound, bound);
     return JavaSparkContext.fromSparkContext(sparkContext).broadcast(index);
   }
 
