@@ -36,13 +36,15 @@ DAYS = {"dagster/asset_partition_range_start": "2024-03-01",
         "dagster/asset_partition_range_end": "2024-03-02"}
 
 
-def lake_with_two_days(root: Path, instance: dg.DagsterInstance, spark: SparkResource) -> None:
-    """Land, ingest and micro-batch the tiny sample into the demo pipeline's lake at `root`."""
+def sample_lake(root: Path, instance: dg.DagsterInstance, spark: SparkResource,
+                sample: SampleConfig = TINY) -> None:
+    """Land, ingest and micro-batch `sample` (a wave, a micro-batch) into the demo pipeline's
+    lake at `root`."""
     resources = {"spark": spark, "lake": LakeResource(root=str(root))}
     ja = build_pipeline_assets(DEMO_SPEC)
     layout = layout_of(resources["lake"], ja.spec)
     defs = build_definitions([DEMO_SPEC], lake_root=str(root), spark=spark)
-    for wave in generate(TINY):
+    for wave in generate(sample):
         write_wave(wave, orders_dir=Path(layout.landing(ja.spec.stream)),
                    rates_dir=Path(layout.landing(ja.spec.table)))
         dg.materialize(ja.assets[:2], resources=resources, instance=instance, run_config=QUIET)
@@ -50,11 +52,14 @@ def lake_with_two_days(root: Path, instance: dg.DagsterInstance, spark: SparkRes
                                                                         run_config=QUIET)
 
 
-def backfill_two_days(root: Path, instance: dg.DagsterInstance, spark: SparkResource) -> bool:
+def backfill_days(root: Path, instance: dg.DagsterInstance, spark: SparkResource,
+                  days: dict[str, str] = DAYS) -> dg.ExecuteInProcessResult:
+    """The demo pipeline's backfill job (the join's batch form and its checks) over `days`
+    (Dagster's partition range tags)."""
     defs = build_definitions([DEMO_SPEC], lake_root=str(root), spark=spark)
     job = backfill_job_name(build_pipeline_assets(DEMO_SPEC).spec)
     return defs.resolve_job_def(job).execute_in_process(instance=instance, run_config=QUIET,
-                                                        tags=DAYS).success
+                                                        tags=days, raise_on_error=False)
 
 
 def warm_up(backfills: int = 3) -> list[float]:
@@ -64,10 +69,10 @@ def warm_up(backfills: int = 3) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="tj-warm-up-") as tmp, \
             dg.DagsterInstance.ephemeral() as instance:
         root = Path(tmp) / "lake"
-        lake_with_two_days(root, instance, spark)
+        sample_lake(root, instance, spark)
         for _ in range(backfills):
             started = time.monotonic()
-            if not backfill_two_days(root, instance, spark):
+            if not backfill_days(root, instance, spark).success:
                 raise RuntimeError("the warm-up backfill failed")
             times.append(time.monotonic() - started)
     return times

@@ -1,4 +1,6 @@
-"""Shared fixtures. One SparkSession for the whole test run (a start costs seconds)."""
+"""Shared fixtures and settings. One SparkSession per test process (a start costs seconds), the
+JVMs' settings for tests, the Hypothesis profiles, the timings of every run (tests/timings.py) and
+the scheduling groups of xdist (tests/scheduling.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,34 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests import scheduling, timings
+
 settings.register_profile(
     "default", deadline=None, max_examples=60,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("ci", parent=settings.get_profile("default"), max_examples=150)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+# Every JVM the suite starts (the test session's, the CLI's and the two-process tests' children,
+# the cluster's daemons and executors, Spark Connect servers, Dagster run workers) runs for
+# seconds to minutes on tiny data, two at a time on two cores: C2's compilations were 40% of a
+# Spark test's CPU (measured on tests/spark/test_table_filter_aggregate.py: 78 s of 193 s) and
+# never paid back. C1 alone: two Spark test files side by side 370/432 s -> 267/350 s; one
+# collector thread rather than G1's concurrent ones. The `java` launcher reads this variable
+# (and notes on stderr that it did); the project's own settings are untouched.
+JVM_TEST_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
+os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_TEST_OPTIONS)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    timings.install(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # First: xdist's loadgroup reads the groups from the marks this adds.
+    scheduling.assign_groups(items)
 
 
 # The tests' data is tiny: compiling each query's generated code, and re-planning it stage by

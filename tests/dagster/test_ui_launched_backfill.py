@@ -19,7 +19,7 @@ import pytest
 from assets.factory import build_pipeline_assets
 from pipelines.definitions import DEMO_SPEC, SPECS_DIR, backfill_job_name, build_definitions
 from pipelines.dev import warm_spark
-from pipelines.warm_up import DAYS, QUIET, lake_with_two_days
+from pipelines.warm_up import DAYS, QUIET, sample_lake
 from resources import SparkResource
 from resources.spark import SESSION_LOG_PREFIX
 
@@ -100,7 +100,7 @@ def test_two_day_backfill_launched_like_the_ui_uses_one_spark_session(
     root, _home, _env = demo_home(tmp_path, monkeypatch)
     instance = dg.DagsterInstance.get()
     try:
-        lake_with_two_days(root, instance, SparkResource(shuffle_partitions=2))
+        sample_lake(root, instance, SparkResource(shuffle_partitions=2))
         job = backfill_job_name(build_pipeline_assets(DEMO_SPEC).spec)
         # As under `./tj dev`: runs attach to one local Spark Connect server, which the demo's
         # jobs warmed up on a sample in the background (the test waits for that first).

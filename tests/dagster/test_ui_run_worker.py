@@ -22,7 +22,7 @@ import pytest
 from assets.factory import build_pipeline_assets
 from pipelines.definitions import DEMO_SPEC, backfill_job_name, build_definitions
 from pipelines.launcher import WORKER_TAG, worker_url
-from pipelines.warm_up import DAYS, QUIET, lake_with_two_days
+from pipelines.warm_up import DAYS, QUIET, sample_lake
 from resources import SparkResource
 from resources.spark import SESSION_LOG_PREFIX
 from tests.dagster.test_ui_launched_backfill import REPO, _launch_and_wait, demo_home
@@ -54,7 +54,7 @@ def test_a_ui_launched_backfill_runs_in_the_warm_worker(
     log = tmp_path / "run-worker.log"
     proc = None
     try:
-        lake_with_two_days(root, instance, SparkResource(shuffle_partitions=2))
+        sample_lake(root, instance, SparkResource(shuffle_partitions=2))
         job = backfill_job_name(build_pipeline_assets(DEMO_SPEC).spec)
         with open(log, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-m", "pipelines.run_worker"], cwd=REPO,

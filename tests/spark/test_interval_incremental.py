@@ -8,8 +8,6 @@ micro-batch costs seconds here, so inputs are small and batches few.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from joins.operators.interval_join.spark_replay import ReplayLake, add_metrics, 
 from joins.operators.interval_join.spec import IntervalJoinRecord, parse_interval_join_record
 from joins.spec import parse_spec
 from tests.reference.test_interval_join import COLUMNS, JOINS, interval_conditions
+from tests.replay_command import replay
 
 pytestmark = pytest.mark.spark
 
@@ -116,20 +115,9 @@ def test_every_interval_scenario_on_spark(spark: Any, path: Path) -> None:
         assert nonzero(got_m) == nonzero(want_m), f"batch size {batch_size}"
 
 
-def replay_cli(path: Path, engine: str, batch_size: int | None,
-               check: bool = False) -> subprocess.CompletedProcess[str]:
-    args = [sys.executable, "-m", "joins", "replay", str(path), "--engine", engine]
-    if batch_size is not None:
-        args += ["--batch-size", str(batch_size)]
-    if check:
-        args.append("--check")
-    return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=900,
-                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
-
-
 @pytest.mark.slow
-def test_replay_cli_spark_passes_the_walkthrough_check_one_record_a_batch() -> None:
-    run = replay_cli(ROOT / "tests/scenarios/003_watermark_walkthrough.json", "spark", 1, check=True)
+def test_replay_cli_spark_passes_the_walkthrough_check_one_record_a_batch(spark: Any) -> None:
+    run = replay(ROOT / "tests/scenarios/003_watermark_walkthrough.json", "spark", 1, check=True)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "OK 003_watermark_walkthrough" in run.stderr
 

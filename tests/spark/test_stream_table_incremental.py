@@ -8,8 +8,6 @@ micro-batch costs seconds here, so inputs are tiny and batches few; the long run
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,7 @@ from joins.operators.stream_table_join.spec import (
     StreamTableRecord,
     parse_stream_table_record,
 )
+from tests.replay_command import replay
 from tests.spark.test_asof_join import INDEX_RUNS
 
 pytestmark = pytest.mark.spark
@@ -544,24 +543,8 @@ def stream_table_scenarios() -> list[Path]:
     return out
 
 
-SPARK_REPLAY = "joins.operators.stream_table_join.spark_replay:spark_replay"
-# Until the package's DEFINITION names the Spark engine, the child wires it in before running
-# the very same CLI entry point (python -m joins = joins.cli.main).
-WIRED_CLI = ("import dataclasses, sys; import joins.operators.stream_table_join as m; "
-             f"m.DEFINITION = dataclasses.replace(m.DEFINITION, spark_replay={SPARK_REPLAY!r}); "
-             "from joins.cli import main; sys.exit(main(sys.argv[1:]))")
-
-
 def replay_cli(path: Path, engine: str, batch_size: int | None, *, check: bool = False) -> Any:
-    args = ["replay", str(path), "--engine", engine]
-    if batch_size is not None:
-        args += ["--batch-size", str(batch_size)]
-    if check:
-        args.append("--check")
-    wired = DEFINITION.spark_replay == SPARK_REPLAY
-    command = [sys.executable, "-m", "joins", *args] if wired else \
-        [sys.executable, "-c", WIRED_CLI, *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    return replay(path, engine, batch_size, check=check)
 
 
 def _cli_scenario(name: str) -> Path:
@@ -572,10 +555,10 @@ def _cli_scenario(name: str) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, None], ids=["1", "all"])
-def test_replay_cli_spark_equals_reference(batch_size: int | None) -> None:
-    """The CLI's Spark engine prints what the reference engine prints for the same batch size
-    (and with --batch-size 1, passes the scenario's own --check). Two sizes, not three: each
-    is a child process with its own JVM, and the in-process tests cover the sizes between."""
+def test_replay_cli_spark_equals_reference(spark: Any, batch_size: int | None) -> None:
+    """The command's Spark engine prints what the reference engine prints for the same batch
+    size (and with --batch-size 1, passes the scenario's own --check); through its entry point
+    on the test session (tests/replay_command.py)."""
     path = _cli_scenario("001_late_quarantine")
     spark_run = replay_cli(path, "spark", batch_size, check=batch_size == 1)
     assert spark_run.returncode == 0, spark_run.stderr[-3000:]
