@@ -5,7 +5,9 @@ the scheduling groups of xdist (tests/scheduling.py)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -62,3 +64,19 @@ def spark():
         settings = replace(settings, extra_conf=TEST_SPARK_CONF)
     session = get_spark(settings)
     yield session
+
+
+@pytest.fixture(scope="session")
+def _warm_pair() -> Iterator[Any]:
+    from tests.processes import warm_pair
+
+    with warm_pair(TEST_SPARK_CONF) as pair:
+        yield pair
+
+
+@pytest.fixture
+def two_processes(_warm_pair: Any) -> Iterator[Any]:
+    """Two processes with a SparkSession each, warm across tests (tests/processes.py); the
+    modules using them share the xdist group "two-processes", so one pair serves them all."""
+    yield _warm_pair
+    _warm_pair.check_idle()

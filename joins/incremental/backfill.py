@@ -155,7 +155,7 @@ def run_backfill(spark: SparkSession, operator: IncrementalOperator, form: Batch
     purpose = f"{operator.name} {'agreement check' if dry_run else 'backfill'} of " \
               f"{wanted[0]}..{wanted[-1]}"
     lease = lake.Lease(jr.lease, purpose=purpose, ttl_s=lease_ttl_s)
-    with lease.held(wait_s=wait_s):
+    with lease.held(wait_s=wait_s, on_wait=hooks.waiting_for_the_lease):
         with clock.phase("backfill plan"):
             tail = BatchLog(jr.checkpoints, operator.name).tail()
             if tail.pending is not None:

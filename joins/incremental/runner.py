@@ -98,7 +98,7 @@ def run_microbatch(spark: SparkSession, operator: IncrementalOperator, root: str
     with contextlib.ExitStack() as stack:
         try:
             with clock.phase("lease"):
-                stack.enter_context(lease.held(wait_s=wait_s))
+                stack.enter_context(lease.held(wait_s=wait_s, on_wait=hooks.waiting_for_the_lease))
         except lake.WriterBusyError as exc:
             return BatchResult(None, skipped=True, timings=clock.timings,
                                skip_reason=f"another writer of this join is running: "

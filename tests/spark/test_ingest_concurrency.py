@@ -1,12 +1,10 @@
 """Two processes ingest one source at once, round after round (issue 9): each with its own
-SparkSession, both asking for the same files or each for its own new file. Every landed row must
-be stored exactly once."""
+SparkSession (tests/processes.py: two warm processes kept across tests), both asking for the same
+files or each for its own new file. Every landed row must be stored exactly once."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import traceback
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from joins.ingest import IngestSource
 from joins.lake import read_delta
 from joins.landing import LandingSpec
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("two-processes")]
 
 ROUNDS = 6
 ROWS_PER_FILE = 3
@@ -46,9 +44,9 @@ def land(folder: str, name: str) -> None:
 def _ingester(root: str, kind: str, mode: str, who: int, barrier: Any) -> None:
     try:
         from joins.ingest import run_ingest
-        from joins.spark import SparkSettings, get_spark
+        from joins.spark import get_spark
 
-        spark = get_spark(SparkSettings(master="local[1]", shuffle_partitions=1, driver_memory="768m"))
+        spark = get_spark()
         src = make_source(root, kind)
         for r in range(ROUNDS):
             if mode == "same":
@@ -64,23 +62,19 @@ def _ingester(root: str, kind: str, mode: str, who: int, barrier: Any) -> None:
                 run_ingest(spark, src, requested=[name], wait_s=300)
             barrier.wait()
     except BaseException:
-        traceback.print_exc()
-        barrier.abort()
-        raise SystemExit(1) from None
+        barrier.abort()  # the other process stops waiting; this one's traceback fails the test
+        raise
 
 
 @pytest.mark.parametrize(("mode", "kind"), [("different", "table"), ("same", "stream")])
 def test_two_processes_ingesting_one_source_store_every_row_once(spark: Any, tmp_path: Path,
-                                                                 mode: str, kind: str) -> None:
+                                                                 mode: str, kind: str,
+                                                                 two_processes: Any) -> None:
     root = str(tmp_path)
-    ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_ingester, args=(root, kind, mode, who, barrier)) for who in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(1200)
-    assert [p.exitcode for p in procs] == [0, 0]
+    barrier = two_processes.barrier(2)
+    calls = [p.call(_ingester, root, kind, mode, who, barrier) for who, p in enumerate(two_processes)]
+    for call in calls:
+        call.result(1200)
 
     src = make_source(root, kind)
     landed = sorted(n for n in os.listdir(src.landing) if not n.startswith("."))

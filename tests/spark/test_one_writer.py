@@ -1,20 +1,19 @@
 """One writer per join (issue 8): two processes against the same join never interleave.
 
-Each test runs workers in their own processes (spawn; each starts its own SparkSession) against
-one lake. The interleavings that lost or doubled rows without a writer lease are forced with
-the runtime's failpoints (`joins.incremental.hooks`): a backfill paused after computing while a
-micro-batch wants to commit, a micro-batch paused after planning while another plans, and a
-backfill whose process is stopped (SIGSTOP) until its lease expires and a micro-batch takes
-over. Every test ends by comparing the output with what a serial run must produce: every
-consumed stream record exactly once, joined with the table version valid at its time.
+The writers run in two other processes with a SparkSession each (tests/processes.py: warm,
+kept across tests) against one lake. The interleavings that lost or doubled rows without a
+writer lease are forced with the runtime's failpoints (`joins.incremental.hooks`): a backfill
+paused after computing while a micro-batch wants to commit (the micro-batch says when it starts
+waiting for the lease), a micro-batch paused after planning while another plans, and a backfill
+whose process is stopped (SIGSTOP) until its lease expires and a micro-batch takes over. Every
+test ends by comparing the output with what a serial run must produce: every consumed stream
+record exactly once, joined with the table version valid at its time.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,12 @@ from joins.operators.stream_table_join.spark_replay import REPLAY_COLUMNS, Repla
 from tests.spark.test_stream_table_backfill import ideal
 from tests.spark.test_stream_table_incremental import records_of, spec_of
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("two-processes")]
 
 DAY = 86_400_000
 CONFIG = {"join": "left", "table": {"versioned": True, "history_retention_ms": 10 * DAY},
           "grace_ms": 10, "late": "join"}
 DAYS = ["1970-01-02", "1970-01-03"]
-CTX = mp.get_context("spawn")
 
 
 def _stream(n: int, first_ts: int) -> list[dict[str, Any]]:
@@ -46,14 +44,13 @@ TABLE = [{"side": "table", "key": k, "value": f"t{k}", "ts": DAY} for k in range
 FIRST = [*TABLE, *_stream(5, DAY + 100), *_stream(1, DAY + 500)]
 
 
-# ---- the workers (module level: spawn imports them) ---------------------------------------------
+# ---- what the two processes run (module level: sent by reference) -------------------------------
 
 
 def _replay(root: str) -> ReplayLake:
-    from joins.spark import SparkSettings, get_spark
+    from joins.spark import get_spark
 
-    spark = get_spark(SparkSettings(shuffle_partitions=1, driver_memory="1g"))
-    return ReplayLake(spark, spec_of(CONFIG), root, create=False)
+    return ReplayLake(get_spark(), spec_of(CONFIG), root, create=False)
 
 
 def _backfill(replay: ReplayLake, **lease: float) -> Any:
@@ -77,17 +74,27 @@ def _rounds_worker(root: str, role: str, rounds: int, start: Any, end: Any, out:
         end.wait()
 
 
-def _paused_worker(root: str, role: str, point: str, paused: Any, release: Any, out: Any,
-                   lease: dict[str, float]) -> None:
+def _at(point: str, event: Any, release: Any = None) -> None:
+    """At the failpoint `point`: say so with `event`, then wait for `release` (if any)."""
+    from joins.incremental import hooks
+
+    def reached() -> None:
+        event.set()
+        if release is not None:
+            release.wait(300)
+
+    hooks.install(point, reached)
+
+
+def _writer(root: str, role: str, out: Any, lease: dict[str, float],
+            points: list[tuple[str, Any, Any]]) -> None:
+    """A backfill (role "backfill") or a micro-batch, its outcome put on `out`; `points`:
+    failpoints to announce (and pause at), each (point, event, release or None)."""
     from joins.incremental import hooks
 
     replay = _replay(root)
-
-    def pause() -> None:
-        paused.set()
-        release.wait(300)
-
-    hooks.install(point, pause)
+    for point, event, release in points:
+        _at(point, event, release)
     try:
         if role == "backfill":
             r = _backfill(replay, **lease)
@@ -99,30 +106,11 @@ def _paused_worker(root: str, role: str, point: str, paused: Any, release: Any, 
         out.put((role, f"lease lost: {exc}"))
     except Exception as exc:
         out.put((role, f"error {exc!r}"))
-
-
-def _plain_worker(root: str, role: str, out: Any, lease: dict[str, float]) -> None:
-    replay = _replay(root)
-    try:
-        report = replay.run(**lease)
-        out.put((role, report.skip_reason if report.skipped else f"batch {report.batch_id}"))
-    except Exception as exc:
-        out.put((role, f"error {exc!r}"))
+    finally:
+        hooks.clear()  # the process serves the next test
 
 
 # ---- helpers -------------------------------------------------------------------------------------
-
-
-def _start(target: Any, *args: Any) -> Any:
-    proc = CTX.Process(target=target, args=args)
-    proc.start()
-    return proc
-
-
-def _join(*procs: Any) -> None:
-    for p in procs:
-        p.join(600)
-        assert p.exitcode == 0
 
 
 def _drain(out: Any) -> list[tuple[str, str]]:
@@ -177,40 +165,48 @@ def _with_a_late_version(spark: Any, tmp_path: Path, *,
 
 
 @pytest.mark.parametrize("other", ["microbatch", "backfill"])
-def test_two_processes_many_rounds_equal_a_serial_run(spark: Any, tmp_path: Path, other: str) -> None:
+def test_two_processes_many_rounds_equal_a_serial_run(spark: Any, tmp_path: Path, other: str,
+                                                      two_processes: Any) -> None:
     root = str(tmp_path / "lake")
     replay = ReplayLake(spark, spec_of(CONFIG), root)
     raw: list[dict[str, Any]] = list(TABLE)
     replay.land(records_of(TABLE), 1)
     replay.run()
     rounds = 4
-    start, end, out = CTX.Barrier(3), CTX.Barrier(3), CTX.Queue()
-    workers = [_start(_rounds_worker, root, "microbatch", rounds, start, end, out),
-               _start(_rounds_worker, root, other, rounds, start, end, out)]
+    start, end, out = two_processes.barrier(3), two_processes.barrier(3), two_processes.queue()
+    a, b = two_processes
+    calls = [a.call(_rounds_worker, root, "microbatch", rounds, start, end, out),
+             b.call(_rounds_worker, root, other, rounds, start, end, out)]
     for n in range(rounds):
         wave = _stream(7, DAY + 1000 * n)
         replay.land(records_of(wave, start=len(raw)), n + 2)
         raw.extend(wave)
         start.wait()
         end.wait()
-    _join(*workers)
+    for call in calls:
+        call.result()
     outcomes = _drain(out)
     assert not [o for o in outcomes if o[1].startswith("error")], outcomes
     assert_like_a_serial_run(replay, raw, flushed=_flush(replay, raw, rounds + 2))
 
 
-def test_a_microbatch_waits_for_a_paused_backfill(spark: Any, tmp_path: Path) -> None:
+def test_a_microbatch_waits_for_a_paused_backfill(spark: Any, tmp_path: Path,
+                                                  two_processes: Any) -> None:
     """Without a lease, a micro-batch committing while a backfill computed lost its rows to the
     backfill's partition replace. Now the micro-batch waits, and commits after it."""
     root, replay, raw = _with_a_late_version(spark, tmp_path, key=1)
-    paused, release, out = CTX.Event(), CTX.Event(), CTX.Queue()
-    bf = _start(_paused_worker, root, "backfill", "backfill computed", paused, release, out, {})
+    paused, release, waiting, out = (two_processes.event(), two_processes.event(),
+                                     two_processes.event(), two_processes.queue())
+    a, b = two_processes
+    bf = a.call(_writer, root, "backfill", out, {}, [("backfill computed", paused, release)])
     assert paused.wait(300)
-    mb = _start(_plain_worker, root, "microbatch", out, {"wait_s": 300})
-    time.sleep(8)
-    assert mb.is_alive() and out.empty(), "the micro-batch ran while the backfill held the join"
+    mb = b.call(_writer, root, "microbatch", out, {"wait_s": 300},
+                [("waiting for the lease", waiting, None)])
+    assert waiting.wait(300), "the micro-batch never found the backfill's lease"
+    assert not mb.done() and out.empty(), "the micro-batch ran while the backfill held the join"
     release.set()
-    _join(bf, mb)
+    bf.result()
+    mb.result()
     outcomes = dict(_drain(out))
     assert outcomes["backfill"].startswith("ok commit") and outcomes["backfill"] != "ok commit None"
     assert outcomes["microbatch"].startswith("batch")
@@ -221,20 +217,21 @@ def test_a_microbatch_waits_for_a_paused_backfill(spark: Any, tmp_path: Path) ->
     assert_like_a_serial_run(replay, raw, flushed=flushed)
 
 
-def test_a_second_microbatch_does_not_run_beside_a_planned_one(spark: Any, tmp_path: Path) -> None:
+def test_a_second_microbatch_does_not_run_beside_a_planned_one(spark: Any, tmp_path: Path,
+                                                                two_processes: Any) -> None:
     """Without a lease, two micro-batches planning at once ran under one batch id (rows twice,
     or lost). Now the second waits; with a short wait it gives up, saying why."""
     root = str(tmp_path / "lake")
     replay = ReplayLake(spark, spec_of(CONFIG), root)
     raw = [*TABLE, *_stream(6, DAY + 100)]
     replay.land(records_of(raw), 1)
-    paused, release, out = CTX.Event(), CTX.Event(), CTX.Queue()
-    first = _start(_paused_worker, root, "first", "planned", paused, release, out, {})
+    paused, release, out = two_processes.event(), two_processes.event(), two_processes.queue()
+    a, b = two_processes
+    first = a.call(_writer, root, "first", out, {}, [("planned", paused, release)])
     assert paused.wait(300)
-    second = _start(_plain_worker, root, "second", out, {"wait_s": 2})
-    _join(second)
+    b.call(_writer, root, "second", out, {"wait_s": 2}, []).result()
     release.set()
-    _join(first)
+    first.result()
     outcomes = dict(_drain(out))
     assert outcomes["first"] == "batch 0"
     assert outcomes["second"].startswith("another writer of this join is running: "
@@ -242,24 +239,29 @@ def test_a_second_microbatch_does_not_run_beside_a_planned_one(spark: Any, tmp_p
     assert_like_a_serial_run(replay, raw, flushed=_flush(replay, raw, 2))
 
 
-def test_a_stopped_backfill_whose_lease_expired_commits_nothing(spark: Any, tmp_path: Path) -> None:
-    """A backfill process stopped (a GC pause, SIGSTOP) past its lease: a micro-batch takes the
-    lease over and commits; the backfill, resumed, finds its lease lost and commits nothing, so
-    no row of the micro-batch is replaced away."""
+def test_a_stopped_backfill_whose_lease_expired_commits_nothing(spark: Any, tmp_path: Path,
+                                                                two_processes: Any) -> None:
+    """A backfill process stopped (a GC pause, SIGSTOP) past its lease: a micro-batch waits for
+    the lease, takes it over once it expired and commits; the backfill, resumed, finds its lease
+    lost and commits nothing, so no row of the micro-batch is replaced away."""
     root, replay, raw = _with_a_late_version(spark, tmp_path, key=2)
-    paused, release, out = CTX.Event(), CTX.Event(), CTX.Queue()
-    bf = _start(_paused_worker, root, "backfill", "backfill computed", paused, release, out,
-                {"lease_ttl_s": 3.0})
+    paused, release, waiting, out = (two_processes.event(), two_processes.event(),
+                                     two_processes.event(), two_processes.queue())
+    a, b = two_processes
+    bf = a.call(_writer, root, "backfill", out, {"lease_ttl_s": 3.0},
+                [("backfill computed", paused, release)])
     assert paused.wait(300)
-    os.kill(bf.pid, signal.SIGSTOP)
+    os.kill(a.pid, signal.SIGSTOP)
     try:
-        time.sleep(4)  # the lease expires: nobody renews it
-        mb = _start(_plain_worker, root, "microbatch", out, {"wait_s": 60})
-        _join(mb)
+        # Nobody renews the backfill's lease now: the micro-batch finds it held, waits until it
+        # expires (3 s) and takes it over.
+        b.call(_writer, root, "microbatch", out, {"wait_s": 60},
+               [("waiting for the lease", waiting, None)]).result()
     finally:
-        os.kill(bf.pid, signal.SIGCONT)
+        os.kill(a.pid, signal.SIGCONT)
+    assert waiting.is_set(), "the micro-batch never saw the backfill's lease held"
     release.set()
-    _join(bf)
+    bf.result()
     outcomes = dict(_drain(out))
     assert outcomes["microbatch"].startswith("batch")
     assert outcomes["backfill"].startswith("lease lost"), outcomes
