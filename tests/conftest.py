@@ -36,10 +36,14 @@ def pytest_configure(config: pytest.Config) -> None:
     timings.install(config)
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # First: xdist's loadgroup reads the groups from the marks this adds.
-    scheduling.assign_groups(items)
+    scheduling.order_groups(items)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") == "loadfile":
+        return scheduling.make_scheduler(config, log)
+    return None
 
 
 # The tests' data is tiny: compiling each query's generated code, and re-planning it stage by
@@ -77,6 +81,6 @@ def _warm_pair() -> Iterator[Any]:
 @pytest.fixture
 def two_processes(_warm_pair: Any) -> Iterator[Any]:
     """Two processes with a SparkSession each, warm across tests (tests/processes.py); the
-    modules using them share the xdist group "two-processes", so one pair serves them all."""
+    modules using them are one scheduling group (tests/scheduling.py), so one pair serves them."""
     yield _warm_pair
     _warm_pair.check_idle()

@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from tests.scheduling import group_of_nodeid
+
 REPO = Path(__file__).resolve().parents[1]
 LOAD_EVERY_S = 5.0
 SLOWEST = 30
@@ -32,15 +34,6 @@ SLOWEST = 30
 
 def results_dir() -> Path:
     return Path(os.environ.get("TJ_TEST_RESULTS") or REPO / "var" / "test-results")
-
-
-def split_group(nodeid: str) -> tuple[str, str]:
-    """(the test's id, its scheduling group): xdist's loadgroup appends `@group` to the id of a
-    test in a group (tests/scheduling.py puts every test in one); without it, the test's file."""
-    if nodeid.rfind("@") > nodeid.rfind("]"):
-        head, _, group = nodeid.rpartition("@")
-        return head, group
-    return nodeid, nodeid.split("::", 1)[0]
 
 
 class Recorder:
@@ -64,7 +57,8 @@ class Recorder:
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        nodeid, self.groups[nodeid] = split_group(report.nodeid)
+        nodeid = report.nodeid
+        self.groups[nodeid] = group_of_nodeid(nodeid)
         self.seconds[nodeid] += report.duration
         # A failed setup or teardown is the test's outcome; a passed one is not.
         if report.outcome != "passed" or (report.when == "call" and nodeid not in self.outcomes):

@@ -10,7 +10,7 @@ import pytest
 
 from joins.lake import AppTxn, ConcurrentCommitError, delta_version, read_delta, write_delta
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("two-processes")]
+pytestmark = pytest.mark.spark
 
 
 def _first_write(path: str, who: int, app_version: int | None, barrier: Any, out: Any) -> None:

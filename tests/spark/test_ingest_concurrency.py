@@ -15,7 +15,7 @@ from joins.ingest import IngestSource
 from joins.lake import read_delta
 from joins.landing import LandingSpec
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("two-processes")]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ROUNDS = 6
 ROWS_PER_FILE = 3

@@ -25,7 +25,7 @@ from joins.operators.stream_table_join.spark_replay import REPLAY_COLUMNS, Repla
 from tests.spark.test_stream_table_backfill import ideal
 from tests.spark.test_stream_table_incremental import records_of, spec_of
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("two-processes")]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 DAY = 86_400_000
 CONFIG = {"join": "left", "table": {"versioned": True, "history_retention_ms": 10 * DAY},
