@@ -1,35 +1,18 @@
 """Shared fixtures and settings. One SparkSession per test process (a start costs seconds), the
-JVMs' settings for tests, the Hypothesis profiles, the timings of every run (tests/timings.py) and
-the scheduling groups of xdist (tests/scheduling.py)."""
+Hypothesis profiles (tests/budget.py), the timings of every run (tests/timings.py) and the
+scheduling groups of xdist (tests/scheduling.py)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 
-from tests import scheduling, timings
+from tests import budget, scheduling, timings
 
-settings.register_profile(
-    "default", deadline=None, max_examples=60,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("ci", parent=settings.get_profile("default"), max_examples=150)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
-
-
-# Every JVM the suite starts (the test session's, the CLI's and the two-process tests' children,
-# the cluster's daemons and executors, Spark Connect servers, Dagster run workers) runs for
-# seconds to minutes on tiny data, two at a time on two cores: C2's compilations were 40% of a
-# Spark test's CPU (measured on tests/spark/test_table_filter_aggregate.py: 78 s of 193 s) and
-# never paid back. C1 alone: two Spark test files side by side 370/432 s -> 267/350 s; one
-# collector thread rather than G1's concurrent ones. The `java` launcher reads this variable
-# (and notes on stderr that it did); the project's own settings are untouched.
-JVM_TEST_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
-os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_TEST_OPTIONS)
+budget.register_profiles()   # default, ci (derandomized), long: tests/budget.py
 
 
 def pytest_configure(config: pytest.Config) -> None:

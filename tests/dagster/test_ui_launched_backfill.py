@@ -4,8 +4,7 @@ launcher (a run worker process that loads the code location, as `dagster dev` do
 of that run (the join's backfill and its asset checks) logs which SparkSession it used: one
 session must have served them all (the in-process executor `build_definitions` sets), not one
 JVM per step. As under `./tj dev`, the run worker attaches to a warm local Spark Connect server
-(`pipelines.dev.warm_spark`) instead of starting a JVM; the test prints the time against the
-demo's in-process backfill of the same days (issue 13: at most 1.5x)."""
+(`pipelines.dev.warm_spark`) instead of starting a JVM; the test prints the run's times."""
 
 from __future__ import annotations
 
@@ -17,9 +16,9 @@ import dagster as dg
 import pytest
 
 from assets.factory import build_pipeline_assets
-from pipelines.definitions import DEMO_SPEC, SPECS_DIR, backfill_job_name, build_definitions
+from pipelines.definitions import DEMO_SPEC, SPECS_DIR, backfill_job_name
 from pipelines.dev import warm_spark
-from pipelines.warm_up import DAYS, QUIET, sample_lake
+from pipelines.warm_up import DAYS, sample_lake
 from resources import SparkResource
 from resources.spark import SESSION_LOG_PREFIX
 
@@ -139,14 +138,6 @@ def test_two_day_backfill_launched_like_the_ui_uses_one_spark_session(
         worker_s = record.end_time - record.start_time
         click_s = record.end_time - clicked
 
-        # The same backfill as the demo runs it: in this process, on its warm session.
-        defs = build_definitions([DEMO_SPEC], lake_root=str(root),
-                                 spark=SparkResource(shuffle_partitions=2))
-        started = time.monotonic()
-        demo_run = defs.resolve_job_def(job).execute_in_process(
-            instance=instance, run_config=QUIET, tags=DAYS)
-        demo_s = time.monotonic() - started
-        assert demo_run.success
         # Where the run worker's time went: before the first step (process start, code
         # location load), and each step (the first one starts the SparkSession).
         marks = [(e.timestamp, e.dagster_event.event_type_value, e.step_key) for e in logs
@@ -157,12 +148,10 @@ def test_two_day_backfill_launched_like_the_ui_uses_one_spark_session(
         print("run worker: " + ", ".join(
             [f"until the first step {first_step - record.start_time:.1f} s"]
             + [f"{k} {t - starts[k]:.1f} s" for t, kind, k in marks if kind == "STEP_SUCCESS"]))
-        # What a user waits for (not asserted: a timed test is no benchmark; the README gives it).
+        # What a user waits for (not asserted, nor compared here: a timed test is no benchmark).
         print(f"UI-launched two-day backfill on the warm server (after a {warm_s:.0f} s warm-up): "
               f"the run {worker_s:.1f} s (its duration in the UI), {click_s:.1f} s from the "
               f"launch to its end (a run worker process starts and loads the code location), "
-              f"{elapsed:.1f} s with the test's own code server start; the demo's in-process "
-              f"backfill of the same days {demo_s:.1f} s; ratios {worker_s / demo_s:.2f} (run) / "
-              f"{click_s / demo_s:.2f} (launch to end)")
+              f"{elapsed:.1f} s with the test's own code server start")
     finally:
         instance.dispose()

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from joins.lake import AppTxn, read_changes, read_delta, write_delta
+from tests.budget import examples
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -33,7 +34,7 @@ def key(rows: list[Row]) -> list[Row]:
     return sorted(rows, key=repr)
 
 
-@settings(max_examples=6)
+@settings(max_examples=examples(6))
 @given(st.lists(_op, min_size=1, max_size=4))
 def test_writes_match_a_model(spark, ops: list[tuple[str, list[Row], Any]]) -> None:
     path = tempfile.mkdtemp(prefix="lake-model-") + "/t"

@@ -39,6 +39,7 @@ from joins.operators.fk_join.rhs import RightSide, SubscriptionEntry
 from joins.operators.fk_join.spec import FkJoinRecord, FkJoinSpec, parse_fk_record
 from joins.operators.registry import get_operator
 from joins.spec import parse_spec
+from tests.budget import examples
 
 SCENARIO_DIR = Path(__file__).parent.parent / "scenarios"
 MY_SCENARIOS = sorted([*SCENARIO_DIR.glob("004_*.json"), *SCENARIO_DIR.glob("config_error_fk_*.json")])
@@ -703,7 +704,7 @@ def _finds_counterexample(strategy: st.SearchStrategy[Any], condition: Any) -> b
         # Only "is there one?" matters here: skip shrinking (the slow part); derandomized so
         # the answer is the same on every run.
         find(strategy, condition,
-             settings=settings(max_examples=3000, database=None, deadline=None,
+             settings=settings(max_examples=examples(3000), database=None, deadline=None,
                                phases=[Phase.generate], derandomize=True))
     except NoSuchExample:
         return False

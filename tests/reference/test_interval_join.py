@@ -26,6 +26,7 @@ from joins.operators.interval_join import (
 from joins.operators.interval_join.reference import WatermarkPolicy
 from joins.spec import parse_spec
 from joins.sql import ColumnRef
+from tests.budget import examples
 
 Row = dict[str, Any]
 Op = tuple[str, str, Any]  # ("row", side, row) | ("wm", side, (column, ts))
@@ -703,7 +704,7 @@ def arbitrary_ops(draw: st.DrawFn) -> list[Op]:
     return ops
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(join=st.sampled_from(JOINS), condition=interval_conditions(), data=st.data(),
        policy=st.sampled_from(["wm_state", "min_buffer"]))
 def test_snapshot_and_restore_at_any_point_changes_nothing(

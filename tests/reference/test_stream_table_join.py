@@ -23,6 +23,7 @@ from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTa
 from joins.scenario import compare, load_scenario
 from joins.scenario.runner import prepare
 from joins.spec import parse_spec
+from tests.budget import examples
 
 SCENARIO_DIR = Path(__file__).parent.parent / "scenarios"
 VERSIONED = {"versioned": True, "history_retention_ms": 10}
@@ -470,7 +471,7 @@ def test_property_a_versioned_join_equals_brute_force_as_of_join(
 
 def test_property_a_catches_the_latest_lookup_mutant() -> None:
     find(PROPERTY_A, lambda case: not _property_a_holds(case, _LatestLookup),
-         settings=settings(max_examples=2000, database=None))
+         settings=settings(max_examples=examples(2000), database=None))
 
 
 @st.composite
@@ -544,4 +545,4 @@ class _JoinAtStreamTime(StreamTableJoinProcessor):
 @pytest.mark.parametrize("mutant", [_LateAtTheBound, _JoinAtStreamTime])
 def test_property_b_catches_mutants(mutant: Factory) -> None:
     find(permuted_stream(), lambda case: not _property_b_holds(case, mutant),
-         settings=settings(max_examples=3000, database=None))
+         settings=settings(max_examples=examples(3000), database=None))

@@ -16,12 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joins.asof import HeldJoin, HeldTable, asof_join, held_asof_join
 from joins.asof.held import HELD_MAX_BYTES
 from joins.errors import InputRecordError
+from tests.budget import spark_examples
 from tests.spark.test_asof_join import INDEX_RUNS, NO_INDEX, STREAM_SCHEMA, brute_force
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)]
@@ -135,7 +136,7 @@ steps_st = st.lists(st.one_of(
     st.tuples(st.just("skip"), puts_st)), min_size=1, max_size=5)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(15)
 @given(first=puts_st, steps=steps_st, key_as=st.sampled_from(["long", "string"]),
        retention=st.sampled_from([None, 3]),
        lookups=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 10)), min_size=1, max_size=5))
@@ -225,7 +226,7 @@ def test_a_large_table_is_held_as_a_window(spark: Any) -> None:
     assert answers(again.joined) == [(0, "again", 9), (1, "new", 10), (2, None, None)]
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(20)
 @given(first=st.lists(st.tuples(st.integers(1, 3), st.integers(0, 20), st.booleans(),
                                 st.sampled_from(["x", "y", None])), min_size=6, max_size=14),
        steps=st.lists(puts_st, min_size=1, max_size=4),

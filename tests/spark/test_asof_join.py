@@ -30,6 +30,7 @@ from joins.asof import (
 from joins.core.store import VersionedStore
 from joins.errors import ConfigError, InputRecordError
 from joins.spark import jvm
+from tests.budget import examples
 
 pytestmark = pytest.mark.spark
 
@@ -480,7 +481,7 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=25, deadline=None, database=None)
+@settings(max_examples=examples(25), deadline=None, database=None)
 @given(cases())
 def test_matches_brute_force(spark: Any, case: dict[str, Any]) -> None:
     expected = brute_force(case["stream"], case["table"], how=case["how"], retention=case["retention"],

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joins import lake
@@ -22,6 +22,7 @@ from joins.operators.fk_join.columns import FkColumns
 from joins.operators.fk_join.spark_batch import temporal_history
 from joins.operators.fk_join.spark_replay import LEFT_SCHEMA, ReplayLake, left_row
 from joins.operators.fk_join.spec import FkJoinRecord, FkJoinSpec
+from tests.budget import spark_examples
 from tests.spark.test_fk_join_incremental import UNVERSIONED, records_of, spec_of, versioned
 
 pytestmark = pytest.mark.spark
@@ -101,7 +102,7 @@ def histories(draw: st.DrawFn) -> dict[str, Any]:
     return {"config": config, "raw": raw}
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(25)
 @given(case=histories())
 def test_history_get_equals_brute_force_at_every_t(spark: Any, case: dict[str, Any]) -> None:
     spec = spec_of(case["config"])

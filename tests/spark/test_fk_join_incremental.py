@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joins import lake
@@ -23,6 +23,7 @@ from joins.operators.base import Item
 from joins.operators.fk_join import DEFINITION
 from joins.operators.fk_join.spark_replay import COMPARABLE, ReplayLake, counters_of, spark_replay
 from joins.operators.fk_join.spec import FkJoinRecord, FkJoinSpec
+from tests.budget import spark_examples
 from tests.spark import operator_helpers as helpers
 from tests.spark.operator_helpers import cut, scenarios_of
 
@@ -300,7 +301,7 @@ def fk_cases(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(12)
 @given(case=fk_cases())
 def test_incremental_equals_reference_for_random_changelogs(spark: Any, tmp_path_factory: Any,
                                                             case: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from joins.errors import ConfigError
 from joins.operators.interval_join.bins import BIN, binned, time_window
 from joins.operators.interval_join.columns import JoinLayout
 from joins.operators.interval_join.spark_batch import interval_join
+from tests.budget import examples
 from tests.reference.test_interval_join import (
     COLUMNS,
     JOINS,
@@ -52,7 +53,7 @@ def spark_rows(spark: Any, join: str, condition: str, lefts: list[Row], rights: 
     return Counter(json.dumps({"l": side(r, "l"), "r": side(r, "r")}, sort_keys=True) for r in got)
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(join=st.sampled_from(JOINS), condition=interval_conditions(), lefts=side_rows("a"),
        rights=side_rows("b"), bin_ms=st.sampled_from([None, 1, 2, 5]))
 def test_batch_form_equals_the_nested_loop(

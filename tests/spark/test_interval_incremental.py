@@ -23,6 +23,7 @@ from joins.operators.interval_join import DEFINITION, IntervalJoinProcessor, Int
 from joins.operators.interval_join.spark_replay import ReplayLake, add_metrics, spark_replay
 from joins.operators.interval_join.spec import IntervalJoinRecord, parse_interval_join_record
 from joins.spec import parse_spec
+from tests.budget import examples
 from tests.reference.test_interval_join import COLUMNS, JOINS, interval_conditions
 from tests.replay_command import replay
 
@@ -148,7 +149,7 @@ def ops(draw: st.DrawFn, in_order: bool) -> list[dict[str, Any]]:
 
 
 # No shrinking: each example runs several Spark micro-batches; a failure prints its example.
-@settings(max_examples=8, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@settings(max_examples=examples(8), phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(join=st.sampled_from(JOINS), condition=interval_conditions(), data=st.data(),
        in_order=st.booleans(), late=st.sampled_from(["drop", "quarantine"]))
 def test_spark_equals_reference_on_random_inputs_and_batch_splits(

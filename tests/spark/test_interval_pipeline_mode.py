@@ -26,6 +26,7 @@ from joins.operators.interval_join.spark_incremental import IntervalJoinStep
 from joins.operators.interval_join.spark_replay import output_item
 from joins.operators.interval_join.spec import parse_interval_join_record
 from joins.spec import parse_spec
+from tests.budget import examples
 from tests.reference.test_interval_join import JOINS, interval_conditions
 
 pytestmark = pytest.mark.spark
@@ -123,7 +124,7 @@ COLUMNS = ("id", "t", "k", "v")
 TYPES = {"id": "string", "t": "long", "k": "string", "v": "long"}
 
 
-@settings(max_examples=8, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@settings(max_examples=examples(8), phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(join=st.sampled_from(JOINS), condition=interval_conditions(), data=st.data(),
        lags=st.tuples(st.integers(0, 4), st.integers(0, 4)))
 def test_derived_watermarks_and_left_first_batches_equal_the_reference(

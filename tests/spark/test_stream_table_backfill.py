@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joins.core.store import VersionedStore
@@ -22,6 +22,7 @@ from joins.errors import ConfigError
 from joins.incremental import BatchStateError
 from joins.operators.stream_table_join.backfill import BackfillReport, backfill
 from joins.operators.stream_table_join.spark_replay import REPLAY_COLUMNS, ReplayLake
+from tests.budget import spark_examples
 from tests.spark.test_stream_table_incremental import records_of, spec_of
 
 pytestmark = pytest.mark.spark
@@ -170,7 +171,7 @@ def orderly_inputs(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(6)
 @given(case=orderly_inputs())
 def test_backfill_after_microbatches_agrees_on_random_orderly_data(
         spark: Any, tmp_path_factory: pytest.TempPathFactory, case: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joins.asof import HELD_MAX_ROWS
@@ -37,6 +37,7 @@ from joins.operators.stream_table_join.spec import (
     StreamTableRecord,
     parse_stream_table_record,
 )
+from tests.budget import spark_examples
 from tests.replay_command import replay
 from tests.spark.test_asof_join import INDEX_RUNS
 
@@ -208,7 +209,7 @@ def decide_spark(spark: Any, case: dict[str, Any], *, grace: int | None = None,
     return joined, quarantine, kept, d.stream_time_after
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(12)
 @given(case=grace_batches(), path=st.sampled_from(PATHS))
 def test_batch_decision_equals_record_at_a_time_buffer(spark: Any, case: dict[str, Any],
                                                        path: str) -> None:
@@ -257,7 +258,7 @@ def kernel_cases(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @pytest.mark.skipif(not INDEX_RUNS, reason="the JVM's kernel needs the engine's JVM classes")
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(25)
 @given(case=kernel_cases())
 def test_one_task_kernels_agree(spark: Any, case: dict[str, Any]) -> None:
     """The JVM's kernel (`temporaljoins.GraceDecision`) decides every row as the Python
@@ -522,7 +523,7 @@ def join_cases(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(8)
 @given(case=join_cases())
 def test_incremental_equals_reference_for_random_inputs(spark: Any, tmp_path_factory: Any,
                                                         case: dict[str, Any]) -> None:

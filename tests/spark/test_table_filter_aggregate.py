@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joins.errors import InputRecordError
@@ -19,6 +19,7 @@ from joins.operators.table_aggregate.spark_replay import AggregateReplay
 from joins.operators.table_filter.spark_replay import FilterReplay
 from joins.scenario import load_scenario
 from joins.scenario.runner import prepare
+from tests.budget import spark_examples
 from tests.spark.operator_helpers import cut, nonzero, records_of, reference_items, scenarios_of
 
 pytestmark = pytest.mark.spark
@@ -121,7 +122,7 @@ AGGREGATES = [{"function": "count"}, {"function": "sum", "field": "n"},
 
 
 @pytest.mark.slow
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(10)
 @given(case=tables(), predicate=st.sampled_from(PREDICATES))
 def test_filter_equals_reference_for_random_tables(spark: Any, tmp_path_factory: Any,
                                                    case: dict[str, Any],
@@ -132,7 +133,7 @@ def test_filter_equals_reference_for_random_tables(spark: Any, tmp_path_factory:
 
 
 @pytest.mark.slow
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(10)
 @given(case=tables(), aggregate=st.sampled_from(AGGREGATES))
 def test_aggregate_equals_reference_for_random_tables(spark: Any, tmp_path_factory: Any,
                                                       case: dict[str, Any],

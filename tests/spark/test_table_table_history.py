@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joins import lake
@@ -23,6 +23,7 @@ from joins.operators.table_table_join.history import temporal_history
 from joins.operators.table_table_join.reference import TableTableJoinProcessor
 from joins.operators.table_table_join.spark_replay import ReplayLake
 from joins.operators.table_table_join.spec import TableTableJoinRecord, TableTableJoinSpec
+from tests.budget import spark_examples
 from tests.spark.test_table_table_incremental import UNVERSIONED, records_of, spec_of, versioned
 
 pytestmark = pytest.mark.spark
@@ -86,7 +87,7 @@ def histories(draw: st.DrawFn) -> dict[str, Any]:
     return {"config": config, "raw": raw}
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(25)
 @given(case=histories())
 def test_history_get_equals_brute_force_at_every_t(spark: Any, case: dict[str, Any]) -> None:
     spec = spec_of(case["config"])

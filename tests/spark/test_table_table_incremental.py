@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joins import lake
@@ -23,6 +23,7 @@ from joins.operators.base import Item
 from joins.operators.table_table_join import DEFINITION
 from joins.operators.table_table_join.spark_replay import ReplayLake, spark_replay
 from joins.operators.table_table_join.spec import TableTableJoinRecord, TableTableJoinSpec
+from tests.budget import spark_examples
 from tests.spark import operator_helpers as helpers
 from tests.spark.operator_helpers import cut, nonzero, scenarios_of
 
@@ -237,7 +238,7 @@ def join_cases(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@spark_examples(15)
 @given(case=join_cases())
 def test_incremental_equals_reference_for_random_changelogs(spark: Any, tmp_path_factory: Any,
                                                             case: dict[str, Any]) -> None:

@@ -44,6 +44,7 @@ from joins.operators.versioned_table.spark_incremental import (
     versions_rows,
 )
 from joins.operators.versioned_table.stream_time import STREAM_TIME
+from tests.budget import examples
 
 pytestmark = pytest.mark.spark
 
@@ -125,7 +126,7 @@ def grid_lookup(spark: Any, versions: Any, lay: VersionedDeltaLayout,
 
 
 @pytest.mark.slow
-@settings(max_examples=10)
+@settings(max_examples=examples(10))
 @given(case=changelogs(), as_ofs=st.lists(st.integers(-1, 22), min_size=1, max_size=3))
 def test_batch_decisions_and_snapshots_equal_the_store(spark: Any, case: Any, as_ofs: list[int]) -> None:
     retention, batches, block_rows = case
@@ -259,7 +260,7 @@ def quarantined_arrivals(spark: Any, tables: Tables) -> list[int]:
 
 
 @pytest.mark.slow
-@settings(max_examples=8)
+@settings(max_examples=examples(8))
 @given(case=changelogs())
 def test_delta_ingest_equals_the_store_record_by_record(spark: Any, tmp_path_factory: Any,
                                                        case: Any) -> None:
