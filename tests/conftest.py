@@ -1,9 +1,10 @@
 """Shared fixtures and settings. One SparkSession per test process (a start costs seconds), the
-Hypothesis profiles (tests/budget.py), the timings of every run (tests/timings.py) and the
-scheduling groups of xdist (tests/scheduling.py)."""
+JVMs' settings for tests, the Hypothesis profiles (tests/budget.py), the timings of every run
+(tests/timings.py) and the scheduling groups of xdist (tests/scheduling.py)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -13,6 +14,19 @@ import pytest
 from tests import budget, scheduling, timings
 
 budget.register_profiles()   # default, ci (derandomized), long: tests/budget.py
+
+
+# The JVMs the suite starts for seconds to minutes (the replay command's child, the two warm
+# processes, the cluster's daemons and executors, Spark Connect servers, Dagster run workers)
+# run on tiny data while the two workers keep both cores busy: C2's compilations were 40% of a
+# Spark test file's CPU (78 s of 193 s) and did not pay back. Measured as the suite runs: the
+# cluster subset 3.7 min C1-only, 7.6 min with C2. A worker's own session JVM lives for the
+# whole run, where C2's code may pay back: it keeps the tiered JIT (SESSION_JVM_OPTIONS).
+# One collector thread, not G1's concurrent ones. The `java` launcher reads JDK_JAVA_OPTIONS
+# (and says so on stderr).
+JVM_TEST_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
+SESSION_JVM_OPTIONS = "-XX:+UseSerialGC"
+os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_TEST_OPTIONS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -49,7 +63,12 @@ def spark():
     settings = replace(SparkSettings.from_env(), shuffle_partitions=2, driver_memory="2g")
     if settings.remote is None and settings.master.startswith("local"):
         settings = replace(settings, extra_conf=TEST_SPARK_CONF)
-    session = get_spark(settings)
+        with pytest.MonkeyPatch.context() as mp:
+            if os.environ.get("JDK_JAVA_OPTIONS") == JVM_TEST_OPTIONS:
+                mp.setenv("JDK_JAVA_OPTIONS", SESSION_JVM_OPTIONS)
+            session = get_spark(settings)
+    else:
+        session = get_spark(settings)
     yield session
 
 
