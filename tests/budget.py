@@ -1,9 +1,10 @@
 """How many examples a property test draws, chosen per test by what one example costs.
 
-A pure-Python example (the reference processors) costs microseconds: those tests take the
-profile's count (60 by default, 150 in CI). A Spark example runs micro-batches through the
-runtime and costs a second or more: those tests name a small count with `examples(n)`, which
-the `long` profile multiplies for a thorough local run (`HYPOTHESIS_PROFILE=long ./tj test`,
+A pure-Python example (the reference processors) costs microseconds: most of those tests take
+the profile's count (60 by default, 150 in CI). A Spark example runs micro-batches through the
+runtime and costs a second or more: those tests name a small count. A test that names its own
+count (a Spark test's few, a mutant search's thousands) writes it as `examples(n)`, which the
+`long` profile multiplies for a thorough local run (`HYPOTHESIS_PROFILE=long ./tj test`,
 hours). CI is derandomized: the examples are a function of the test, so a red CI run is red
 again on any machine, and the failure prints the blob that replays it (`@reproduce_failure`).
 """

@@ -61,13 +61,12 @@ def spark():
     # Local unless TJ_SPARK_MASTER / TJ_SPARK_REMOTE say otherwise: tests/cluster runs a subset
     # of the suite so against a standalone master and a Spark Connect server.
     settings = replace(SparkSettings.from_env(), shuffle_partitions=2, driver_memory="2g")
-    if settings.remote is None and settings.master.startswith("local"):
+    local = settings.remote is None and settings.master.startswith("local")
+    if local:
         settings = replace(settings, extra_conf=TEST_SPARK_CONF)
-        with pytest.MonkeyPatch.context() as mp:
-            if os.environ.get("JDK_JAVA_OPTIONS") == JVM_TEST_OPTIONS:
-                mp.setenv("JDK_JAVA_OPTIONS", SESSION_JVM_OPTIONS)
-            session = get_spark(settings)
-    else:
+    with pytest.MonkeyPatch.context() as mp:
+        if local and os.environ.get("JDK_JAVA_OPTIONS") == JVM_TEST_OPTIONS:
+            mp.setenv("JDK_JAVA_OPTIONS", SESSION_JVM_OPTIONS)   # this JVM lives the whole run
         session = get_spark(settings)
     yield session
 
