@@ -6,6 +6,13 @@ order within a phase. Outputs of a table result are compacted to the last value 
 (an item's `old_value`, where it has one, is the one before the batch). With one record per batch
 this is exactly record-at-a-time processing.
 
+A stream-table join's lookups in a batch judge the versioned table's history retention against
+the table's stream time at the start of the batch: its table records are applied first, but in
+event-time order (as Kafka Streams processes existing topics) the table would not have run
+ahead of the stream by more than grace <= history retention. So a batch that covers days of
+event time (a new join over existing data, a pipeline resumed after a day) loses no lookup to
+retention, and equals a backfill of its days.
+
 Every emitted item carries `after_input`: the index of the last input record of its batch.
 """
 
@@ -15,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from joins.core.keys import KeyId, key_id
-from joins.operators.base import Item, OperatorDefinition
+from joins.operators.base import BatchAware, Item, OperatorDefinition
 
 
 def cut_batches(records: Sequence[Any], batch_size: int | None) -> Iterator[Sequence[Any]]:
@@ -77,13 +84,24 @@ def run_reference(definition: OperatorDefinition, spec: Any, records: Sequence[A
     If `metrics` is given it receives the processor's counters (records not joined or emitted:
     late, expired, out of order, ...) so that a caller can report them.
     """
+    return run_batches(definition, spec, list(cut_batches(records, batch_size)), metrics)
+
+
+def run_batches(definition: OperatorDefinition, spec: Any, batches: Sequence[Sequence[Any]],
+                metrics: dict[str, int] | None = None) -> list[Item]:
+    """`run_reference` over explicit (possibly uneven) micro-batches."""
     processor = definition.reference(spec)
+    aware = processor if isinstance(processor, BatchAware) else None
     emitted: list[Item] = []
-    for batch in cut_batches(records, batch_size):
+    for batch in batches:
         ordered = sorted(batch, key=definition.batch_phase)  # stable: arrival order within a phase
         out: list[Item] = []
+        if aware is not None:
+            aware.begin_batch()
         for record in ordered:
             out.extend(processor.process(record))
+        if aware is not None:
+            aware.end_batch()
         if definition.compacts_output:
             out = compact_table_items(out)
         last = batch[-1].i

@@ -82,7 +82,10 @@ class VersionedStore:
       equal ts counts as latest, not out of order;
     - get(key, as_of) returns the version with the largest valid_from <= as_of; a tombstone
       version reads as null; as_of < stream_time - history_retention reads null, except that the
-      latest version never expires (returned when its ts <= as_of).
+      latest version never expires (returned when its ts <= as_of);
+    - while reads are pinned (`pin_reads`, a micro-batch's lookups: `joins.microbatch`), a get
+      judges history retention against the stream time at the pin, not the live one; puts still
+      expire by the live stream time.
     """
 
     is_versioned = True
@@ -92,6 +95,8 @@ class VersionedStore:
             raise ValueError("history_retention_ms must be >= 0")
         self.history_retention_ms = history_retention_ms
         self.stream_time: int | None = None
+        self._pinned = False
+        self._read_time: int | None = None
         # key id -> (sorted valid_from list, values aligned with it)
         self._versions: dict[KeyId, tuple[list[int], list[Any]]] = {}
 
@@ -102,11 +107,33 @@ class VersionedStore:
             return None
         return self.stream_time - self.history_retention_ms
 
+    @property
+    def read_bound(self) -> int | None:
+        """Oldest as_of a get answers from history: the expiry bound, or while reads are pinned,
+        the one at the pin."""
+        if not self._pinned:
+            return self.expiry_bound
+        return None if self._read_time is None else self._read_time - self.history_retention_ms
+
     def is_beyond_retention(self, ts: int) -> bool:
-        """Is `ts` older than stream time minus history retention (a put there expires, a get
-        there is answered by the latest version only)?"""
+        """Is `ts` older than stream time minus history retention (a put there expires)?"""
         bound = self.expiry_bound
         return bound is not None and ts < bound
+
+    def is_read_beyond_retention(self, as_of: int) -> bool:
+        """Is a get at `as_of` answered by the latest version only (`read_bound`)?"""
+        bound = self.read_bound
+        return bound is not None and as_of < bound
+
+    def pin_reads(self) -> None:
+        """Judge gets' history retention against the stream time as it is now, until
+        `unpin_reads`, and keep the history such gets can read meanwhile. A micro-batch applies
+        its table updates before its stream records; in event-time order the table would not
+        have run ahead of them, so their lookups keep the retention clock of the batch's start."""
+        self._pinned, self._read_time = True, self.stream_time
+
+    def unpin_reads(self) -> None:
+        self._pinned, self._read_time = False, None
 
     def put(self, key: Any, value: Any, ts: int) -> PutResult:
         previous = self.get(key)
@@ -135,7 +162,7 @@ class VersionedStore:
         times, values = entry
         if as_of is None:
             return None if values[-1] is TOMBSTONE else VersionedRecord(values[-1], times[-1], None)
-        if self.is_beyond_retention(as_of):
+        if self.is_read_beyond_retention(as_of):
             # Beyond history retention only the latest version answers; it never expires.
             if times[-1] <= as_of and values[-1] is not TOMBSTONE:
                 return VersionedRecord(values[-1], times[-1], None)
@@ -149,7 +176,7 @@ class VersionedStore:
     def _cleanup(self, kid: KeyId) -> None:
         # A history version whose validity ended at or before the expiry bound can never be read
         # again (older as_of values read only the latest version), so its space is reclaimed.
-        bound = self.expiry_bound
+        bound = self.read_bound
         times, values = self._versions[kid]
         if bound is None:
             return

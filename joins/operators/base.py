@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from joins.spec import Record, Spec
 
@@ -29,6 +29,17 @@ class ReferenceProcessor(Protocol):
     """A record-at-a-time processor: one input record in, the items it emits out, in order."""
 
     def process(self, record: Any) -> list[Item]: ...
+
+
+@runtime_checkable
+class BatchAware(Protocol):
+    """A reference processor whose micro-batch rule needs the batch's bounds (the stream-table
+    join's retention clock, `joins.microbatch`); told before a batch's first record and after
+    its last."""
+
+    def begin_batch(self) -> None: ...
+
+    def end_batch(self) -> None: ...
 
 
 # A Spark replay runner: (spec, records in arrival order, batch size, metrics out) -> items with

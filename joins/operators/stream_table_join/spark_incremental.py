@@ -158,9 +158,9 @@ class StreamTableJoinStep:
         # SQL text: a few JVM calls for the whole projection (joins.spark.exprs).
         matched = f"{VALID_FROM} IS NOT NULL"
         beyond: Column | str = "false"
-        if spec.table.versioned and side.stream_time is not None:
+        if spec.table.versioned and side.retention_clock is not None:
             # Not a literal: the stage would be compiled anew every batch (its bound moves).
-            bound = bigint_constant(ctx.spark, side.stream_time - spec.table.retention_ms)
+            bound = bigint_constant(ctx.spark, side.retention_clock - spec.table.retention_ms)
             beyond = F.col(TABLE_KEY).isNotNull() & (F.col(ident(cols.ts)) < bound)
         # Stamped on the rows where it can be: a literal batch id is written into the
         # projection's generated code, so that code would be compiled anew every batch.

@@ -159,6 +159,9 @@ def unversioned_lookup(lookups: DataFrame, state: DataFrame | None, *, cols: Joi
 class TableSide:
     rows_in: int | None               # table rows the batch consumed
     stream_time: int | None           # the versioned table's stream time after them
+    # The stream time lookups judge history retention by: the one at the batch's start
+    # (joins.microbatch); None: no lookup of the batch is beyond retention.
+    retention_clock: int | None
     value_cols: tuple[str, ...]
     lookups: DataFrame                # to_join rows + table_<value> columns + VALID_FROM
     state_rows: DataFrame | None      # keyed-state rows to append (unversioned tables)
@@ -181,27 +184,33 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
         require(schema, [cols.table_key, cols.table_ts, cols.tombstone, SEQ_BATCH, SEQ_ARRIVAL],
                 what=f"versioned {where}")
         rows_in, stream_time = _versioned_summary(ctx, cols, stats)
-        retention = table_retention(spec, ctx.source_path("table"))
+        configured = table_retention(spec, ctx.source_path("table"))
+        # The batch's table records are applied before its stream records, but in event-time
+        # order the table would not have run ahead of them: retention is judged by the table's
+        # stream time at the batch's start, so a batch covering days loses no lookup to it
+        # (the reference's `begin_batch`). A first batch has no clock: nothing is beyond.
+        clock = ctx.carry.get("table_stream_time")
+        retention = None if clock is None else configured
         from joins.spark import jvm
 
         def narrowed(rows: DataFrame) -> DataFrame:
             return versioned_lookup(rows, ctx.snapshot("table"), cols=cols, value_cols=value_cols,
                                     value_types=value_types, history_retention_ms=retention,
-                                    table_stream_time=stream_time, strategy=strategy)
+                                    table_stream_time=clock, strategy=strategy)
 
         # Without the JVM index nothing is held: no table identity is read for it either.
         if strategy == "auto" and held_max_rows > 0 and jvm.unavailable_reason(ctx.spark) is None:
             held = held_table(ctx, cols, value_cols, schema, held_max_rows)
             found = held_lookup(to_join, held, cols=cols, value_cols=value_cols,
-                                history_retention_ms=retention, table_stream_time=stream_time,
+                                history_retention_ms=retention, table_stream_time=clock,
                                 min_lookup_ts=min_lookup_ts)
             if found is not None:
                 lookups = found.joined
                 if found.rest is not None:
                     # Lookups older than the held window: the history narrowed to their keys.
                     lookups = lookups.unionByName(narrowed(found.rest))
-                return TableSide(rows_in, stream_time, value_cols, lookups, None)
-        return TableSide(rows_in, stream_time, value_cols, narrowed(to_join), None)
+                return TableSide(rows_in, stream_time, clock, value_cols, lookups, None)
+        return TableSide(rows_in, stream_time, clock, value_cols, narrowed(to_join), None)
     require(schema, [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival],
             what=f"unversioned {where}")
     keep = [cols.table_key, cols.table_ts, cols.tombstone, cols.table_arrival, *value_cols]
@@ -216,7 +225,7 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
         combined = batch_latest if combined is None else combined.unionByName(batch_latest)
     lookups = unversioned_lookup(to_join, combined, cols=cols, value_cols=value_cols,
                                  value_types=value_types)
-    return TableSide(rows_in, None, value_cols, lookups, batch_latest)
+    return TableSide(rows_in, None, None, value_cols, lookups, batch_latest)
 
 
 def table_retention(spec: StreamTableJoinSpec, path: str) -> int:
