@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from joins.microbatch import compact_table_items
+from joins.microbatch import run_batches
 from joins.operators.base import Item, OperatorDefinition
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "tests" / "scenarios"
@@ -34,18 +34,7 @@ def cut(records: Sequence[Any], cuts: Sequence[int]) -> list[Sequence[Any]]:
 def reference_items(definition: OperatorDefinition, spec: Any, batches: Sequence[Sequence[Any]],
                     metrics: dict[str, int] | None = None) -> list[Item]:
     """The reference engine over explicit (possibly uneven) micro-batches."""
-    processor = definition.reference(spec)
-    items: list[Item] = []
-    for batch in batches:
-        out: list[Item] = []
-        for record in sorted(batch, key=definition.batch_phase):
-            out.extend(processor.process(record))
-        if definition.compacts_output:
-            out = compact_table_items(out)
-        items.extend({**item, "after_input": batch[-1].i} for item in out)
-    if metrics is not None:
-        metrics.update(getattr(processor, "metrics", {}))
-    return items
+    return run_batches(definition, spec, batches, metrics)
 
 
 def nonzero(metrics: dict[str, int]) -> dict[str, int]:

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joins.asof import HELD_MAX_ROWS
-from joins.microbatch import run_reference
+from joins.microbatch import run_batches, run_reference
 from joins.operators.base import Item
 from joins.operators.stream_table_join import DEFINITION
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
@@ -61,14 +61,7 @@ def records_of(raw: Sequence[dict[str, Any]], start: int = 0) -> list[StreamTabl
 def reference_items(spec: StreamTableJoinSpec, batches: Sequence[Sequence[StreamTableRecord]],
                     metrics: dict[str, int] | None = None) -> list[Item]:
     """The reference engine over explicit (possibly uneven) micro-batches."""
-    processor = StreamTableJoinProcessor(spec)
-    items: list[Item] = []
-    for batch in batches:
-        for record in sorted(batch, key=DEFINITION.batch_phase):
-            items.extend({**item, "after_input": batch[-1].i} for item in processor.process(record))
-    if metrics is not None:
-        metrics.update(processor.metrics)
-    return items
+    return run_batches(DEFINITION, spec, batches, metrics)
 
 
 def spark_items(replay: ReplayLake, batches: Sequence[Sequence[StreamTableRecord]],
