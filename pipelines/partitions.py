@@ -5,7 +5,8 @@ engine writes into the output table's `event_date` column, so a Dagster partitio
 partition are one and the same set of rows.
 
 The partitions fit the data (`fitted_partitions`): they start at the first event day with output
-and end at the day of the join's stream time, read from the lake when the code location loads
+or with input events (a join added over existing data covers its first day, even one that
+joined nothing) and end at the day of the join's stream time, read from the lake when the code location loads
 (Delta logs and the batch log, no Spark). Dagster partitions are fixed while a code location is
 loaded, so as stream time reaches a new day the location is reloaded (the live demo does it; in
 the UI: Deployment -> Reload). Before any data, the one partition is the spec's `start_date`.

@@ -43,13 +43,34 @@ def batch_day_rows(layout: PipelineLayout, output_version: int | None) -> dict[s
 
 
 def data_days(layout: PipelineLayout, stream_time: int | None) -> tuple[str, str] | None:
-    """The first and last event day the pipeline has data for: the output's days, up to the day
-    of the join's stream time (the buffer may hold records of a day not written yet). None:
-    nothing was joined yet."""
+    """The first and last event day the pipeline has data for: from the first day of its output
+    or of its inputs' events (a join added over existing data starts there, even where that day
+    joined nothing), up to the day of the join's stream time (the buffer may hold records of a
+    day not written yet). None: nothing was joined yet."""
     days = [d for d in day_rows(layout)]
     if stream_time is not None:
         days.append(event_day(stream_time))
-    return (min(days), max(days)) if days else None
+    if not days:
+        return None
+    oldest = oldest_event_time(layout)
+    if oldest is not None:
+        days.append(event_day(oldest))
+    return min(days), max(days)
+
+
+def oldest_event_time(layout: PipelineLayout) -> int | None:
+    """The smallest event time stored in an input whose records become output rows (events and
+    changelogs; a versioned lookup table's history is not the join's days), from file
+    statistics."""
+    oldest: int | None = None
+    for item in layout.spec.pipeline_inputs():
+        if item.kind == "versioned":
+            continue
+        summary = lake.table_summary(layout.input_table(item.role), columns=[TS])
+        low = None if summary is None else summary.min.get(TS)
+        if isinstance(low, int) and (oldest is None or low < oldest):
+            oldest = low
+    return oldest
 
 
 @dataclass(frozen=True)

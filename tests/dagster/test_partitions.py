@@ -4,6 +4,7 @@ the checks share."""
 from __future__ import annotations
 
 import datetime as dt
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -51,6 +52,18 @@ def test_partitions_fit_the_data(tmp_path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(StreamTableJoinEngine, "stream_time", lambda self: stream_time)
     assert fitted_partitions(layout).get_partition_keys() == [
         "2024-03-05", "2024-03-06", "2024-03-07", "2024-03-08"]
+    # A join added over existing data: its stream input starts two days before any output (an
+    # inner join that matched nothing then); those days can still be selected for a backfill.
+    # The versioned lookup table's older history is not the join's days.
+    lows = {"orders": day_start_ms(dt.date(2024, 3, 3)) + 5, "rates": day_start_ms(dt.date(2024, 1, 1))}
+
+    def summary(path: str, columns: list[str] | None = None, **_: object) -> object:
+        name = next((n for n in lows if n in path), None)
+        return None if name is None else SimpleNamespace(min={"ts": lows[name]}, max={}, rows=1)
+
+    monkeypatch.setattr(observe.lake, "table_summary", summary)
+    assert fitted_partitions(layout).get_partition_keys()[:3] == [
+        "2024-03-03", "2024-03-04", "2024-03-05"]
 
 
 def test_a_lake_that_cannot_be_read_falls_back_to_the_start_date(tmp_path, monkeypatch) -> None:
