@@ -115,7 +115,9 @@ def test_filter_and_aggregates_on_typed_columns(spark: Any, tmp_path: Path) -> N
     big = results["filter"]
     assert {k: (r["has_value"], r["n"]) for k, r in big.items()} == \
         {"a": (True, 4), "b": (False, None), "d": (True, 9)}
-    assert {k: r["count"] for k, r in results["count"].items()} == {"red": None, "blue": 2}
-    assert results["count"]["red"]["tombstone"]
-    assert {k: r["sum"] for k, r in results["sum"].items() if not r["tombstone"]} == {"blue": 3.0}
-    assert {k: r["concat"] for k, r in results["concat"].items() if not r["tombstone"]} == {"blue": "4,1"}
+    # Red lost its last member: it holds the aggregate of none, as Kafka's subtractor leaves it.
+    assert {k: r["count"] for k, r in results["count"].items()} == {"red": 0, "blue": 2}
+    assert not any(r["tombstone"] for what in results for r in results[what].values()
+                   if what != "filter")
+    assert {k: r["sum"] for k, r in results["sum"].items()} == {"red": 0.0, "blue": 3.0}
+    assert {k: r["concat"] for k, r in results["concat"].items()} == {"red": "", "blue": "4,1"}

@@ -57,15 +57,15 @@ SEED = [("k", "v1", 1), ("k", "v2", 10), ("k", "v3", 5)]
 def test_seed_example_unversioned() -> None:
     assert run(make_spec(), SEED) == [
         [item("v1", 1, 1)],
-        [item("v1", None, 10), item("v2", 1, 10)],     # remove: v1 ; add: v2
-        [item("v2", None, 10), item("v3", 1, 5)],      # remove: v2 ; add: v3
+        [item("v1", 0, 10), item("v2", 1, 10)],        # remove: v1 ; add: v2
+        [item("v2", 0, 10), item("v3", 1, 5)],         # remove: v2 ; add: v3
     ]
 
 
 def test_seed_example_versioned_ignores_the_older_v3() -> None:
     processor = TableAggregateProcessor(make_spec(versioned=True))
     out = run(processor.spec, SEED, processor)
-    assert out == [[item("v1", 1, 1)], [item("v1", None, 10), item("v2", 1, 10)], []]
+    assert out == [[item("v1", 1, 1)], [item("v1", 0, 10), item("v2", 1, 10)], []]
     assert processor.metrics == {"out_of_order_ignored": 1, "expired": 0, "null_group_key_skipped": 0}
 
 
@@ -90,7 +90,7 @@ def test_same_group_update_emits_once_and_moving_emits_old_group_first() -> None
             ("k1", {"region": "us", "amount": 4}, 3)]
     out = run(make_spec(SUM, "region"), rows)
     assert out == [[item("eu", 1, 1)], [item("eu", 4, 2)],
-                   [item("eu", None, 3), item("us", 4, 3)]]
+                   [item("eu", 0, 3), item("us", 4, 3)]]
 
 
 def test_tombstone_of_an_unknown_key_emits_nothing() -> None:
@@ -99,7 +99,7 @@ def test_tombstone_of_an_unknown_key_emits_nothing() -> None:
 
 def test_group_ts_never_goes_back_even_across_deletion() -> None:
     out = run(make_spec(), [("k", "g", 10), ("k", None, 11), ("k2", "g", 3)])
-    assert out == [[item("g", 1, 10)], [item("g", None, 11)], [item("g", 1, 11)]]
+    assert out == [[item("g", 1, 10)], [item("g", 0, 11)], [item("g", 1, 11)]]
 
 
 def test_object_groups_and_nested_group_by() -> None:
@@ -156,9 +156,11 @@ def test_a_value_the_aggregate_cannot_use_raises_and_changes_nothing(
         processor.process(bad)
     assert (err.value.index, err.value.field) == (1, field)
     assert f"record 1, field '{field}'" in str(err.value)
-    # The bad record changed no state: the tombstone still removes the first value.
+    # The bad record changed no state: the tombstone still removes the first value, and the
+    # emptied group holds the aggregate after the subtraction (Kafka's), not a tombstone.
     group = "eu" if spec.group_path else good
-    assert processor.process(after) == [item(group, None, 3)]
+    empty = "" if spec.aggregate.function == "concat" else 0
+    assert processor.process(after) == [item(group, empty, 3)]
 
 
 @pytest.mark.parametrize("value", [{"region": None}, {"amount": 1}, "scalar"],
@@ -170,7 +172,7 @@ def test_a_null_group_key_is_skipped_and_counted(value: Any) -> None:
     out = run(make_spec(SUM, "region"), [("k", {"region": "eu", "amount": 2}, 1), ("k", value, 2),
                                          ("j", value, 3), ("k", {"region": "eu", "amount": 5}, 4)],
               processor)
-    assert out == [[item("eu", 2, 1)], [item("eu", None, 2)], [], [item("eu", 5, 4)]]
+    assert out == [[item("eu", 2, 1)], [item("eu", 0, 2)], [], [item("eu", 5, 4)]]
     assert processor.metrics["null_group_key_skipped"] == 2
 
 
@@ -266,8 +268,13 @@ def from_scratch(table: dict[Any, Any], function: str) -> dict[str, Any]:
 
 
 def final_output(items: list[dict[str, Any]]) -> dict[str, Any]:
-    last = {json.dumps(i["key"]): i["value"] for i in items}
-    return {k: v for k, v in last.items() if v is not None}
+    return {json.dumps(i["key"]): i["value"] for i in items}
+
+
+def emptied(items: list[dict[str, Any]], function: str) -> dict[str, Any]:
+    """Every group the output ever named, at the aggregate of no members: Kafka keeps a group
+    whose last member left, at what the subtractor left (0, or "" for concat)."""
+    return {json.dumps(i["key"]): "" if function == "concat" else 0 for i in items}
 
 
 @pytest.mark.parametrize("versioned", [False, True])
@@ -283,7 +290,8 @@ def test_final_aggregates_equal_a_from_scratch_aggregation(
     for key, value, ts in rows:
         if not versioned or key not in latest_ts or ts >= latest_ts[key]:
             table[key], latest_ts[key] = value, ts
-    assert final_output(items) == from_scratch(table, aggregate["function"])
+    function = aggregate["function"]
+    assert final_output(items) == {**emptied(items, function), **from_scratch(table, function)}
     # A group's results never go back in time.
     group_ts: dict[str, int] = {}
     for i in items:

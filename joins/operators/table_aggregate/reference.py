@@ -22,8 +22,10 @@ The rules, exactly as this processor applies them:
   tombstone still subtracts. An equal ts replaces the latest value and applies.
 - Output: one item `{"key": group, "value": aggregate, "ts"}` per group the update touched, the
   old group first; a single item when old and new group are the same. A group left without
-  members emits a tombstone (value null), so the result table holds exactly the groups of the
-  current input table (Kafka's count would keep a 0).
+  members emits its aggregate after the subtraction, never a tombstone: a count or sum of 0, a
+  concat of "" — Kafka's KTableAggregate stores and forwards whatever the subtractor returns
+  (`count()` goes to 0); the seed is silent. A user who wants the empty groups gone filters
+  the zeros, as with Kafka.
 - `ts` is the larger of the update's ts and the ts of the group's previous output, as Kafka's
   KTableAggregate does, so a group's results never go back in time (also across its deletion).
 - `count`: the number of members. `sum`: the sum of the members' numeric `field`. `concat`: the
@@ -141,8 +143,6 @@ class TableAggregateProcessor:
         return group_key, render(part)
 
     def _aggregate(self, group: Group) -> Any:
-        if not group.members:
-            return None
         members = sorted(group.members.values(), key=lambda m: m.order)
         function = self.spec.aggregate.function
         if function == "count":

@@ -1,10 +1,10 @@
 """The groups a batch of the table aggregate touched, and their values after it.
 
 A group's compacted output of a batch is its last emission: the aggregate of its members after
-the batch (a tombstone when it has none), with ts = max(the group's previous output ts, the ts
-of every update that touched it in the batch), as Kafka's KTableAggregate keeps group time from
-going back. Emission order: by the arrival index of the last touching update, a key's old group
-before its new one.
+the batch (0, or "" for concat, when it has none: Kafka's subtractor result), with ts = max(the
+group's previous output ts, the ts of every update that touched it in the batch), as Kafka's
+KTableAggregate keeps group time from going back. Emission order: by the arrival index of the
+last touching update, a key's old group before its new one.
 
 - `count` is kept as a running count per group (`groups` state): the batch adds the keys that
   came in and subtracts those that left; nothing else is read.

@@ -4,11 +4,11 @@ micro-batch rule (the output compacted to the last value per group per batch).
 
 Per batch: the input keys' updates are folded over their memberships (`spark_fold.py`), the
 touched groups get their values after the batch (`spark_groups.py`), and three tables are
-written: the output (one row per touched group: the group key as text, the aggregate, a
-tombstone when the group has no members left, ts, lineage), the `members` state (the new
-membership of every input key the batch changed; its commit carries the batch's counters,
-observed while it is written) and the `groups` state (each touched group's output ts and, for
-count, its running count).
+written: the output (one row per touched group: the group key as text, the aggregate, ts,
+lineage; a group without members holds 0, or "" for concat, as in Kafka, so `tombstone` is
+always false), the `members` state (the new membership of every input key the batch changed;
+its commit carries the batch's counters, observed while it is written) and the `groups` state
+(each touched group's output ts and, for count, its running count).
 
 Output columns: `key` (the group key: canonical JSON for JSON values, the text of a typed
 column), `count` | `sum` and `sum_int` (the exact total while every member is an integer) |
@@ -112,16 +112,19 @@ class TableAggregateStep:
     def _value_columns(self) -> list[Column]:
         from pyspark.sql import functions as F
 
+        # A group without members holds the aggregate after the subtraction (Kafka's
+        # KTableAggregate forwards whatever the subtractor returns): 0, or "" for concat.
         empty = F.coalesce(F.col("n"), F.lit(0)) == 0
         function = self.spec.aggregate.function
         if function == "count":
-            return [F.when(~empty, F.col("value")).alias("count")]
+            return [F.coalesce(F.col("value"), F.lit(0)).cast("bigint").alias("count")]
         if function == "sum":
             total = F.col("value")
-            return [F.when(~empty, F.when(total["is_float"], total["d"]).otherwise(
-                        total["i"].cast("double"))).alias("sum"),
-                    F.when(~empty & ~total["is_float"], total["i"]).alias("sum_int")]
-        return [F.when(~empty, F.col("value")).alias("concat")]
+            return [F.when(empty, F.lit(0.0)).when(total["is_float"], total["d"])
+                    .otherwise(total["i"].cast("double")).alias("sum"),
+                    F.when(empty, F.lit(0).cast("bigint")).when(~total["is_float"], total["i"])
+                    .alias("sum_int")]
+        return [F.when(empty, F.lit("")).otherwise(F.col("value")).alias("concat")]
 
     def _output(self, ctx: StepContext, result: DataFrame) -> Written:
         from pyspark.sql import functions as F
@@ -131,7 +134,9 @@ class TableAggregateStep:
         def rows(df: DataFrame) -> DataFrame:
             return df.select(
                 F.col(GROUP).alias("key"), *self._value_columns(),
-                (F.coalesce(F.col("n"), F.lit(0)) == 0).alias("tombstone"), F.col("ts"),
+                # Never true since the empty group keeps its 0 (the column keeps the table
+                # result's changelog shape, which a reader of any table operator expects).
+                F.lit(False).alias("tombstone"), F.col("ts"),
                 event_date(F.col("ts")).alias("event_date"),
                 F.lit(ctx.batch_id).cast("long").alias("_batch_id"),
                 F.col("last.seq").alias("_emit_seq"), F.col("last.role").alias("_emit_role"))
