@@ -134,7 +134,8 @@ def _ingest_asset(spec: PipelineSpec, item: PipelineInput) -> AssetsDefinition:
             wait_s=config.wait_s,
             on_wait=lambda holder: context.log.info(
                 f"waiting up to {config.wait_s:.0f} s for another ingest of {source.name}: "
-                f"{holder.describe(int(time.time() * 1000))}"))
+                f"{holder.describe(int(time.time() * 1000))}"),
+            on_takeover=lambda _holder, message: context.log.warning(message))
         yield landing_observation(layout, item)
         if not summaries:
             # Nothing changed, so nothing is materialized (the join's sensor sees no new version).

@@ -55,15 +55,18 @@ def _plan_problem(entry: LandingFile, source: IngestSource) -> str | None:
 
 
 def run_ingest(spark: SparkSession, source: IngestSource, *, requested: Sequence[str] = (),
-               wait_s: float = 0.0, on_wait: Callable[[LeaseRecord], None] | None = None
+               wait_s: float = 0.0, on_wait: Callable[[LeaseRecord], None] | None = None,
+               on_takeover: Callable[[LeaseRecord, str], None] | None = None
                ) -> list[IngestSummary]:
     """Ingest the requested landing files (all landed ones when none are named) that no batch has
     taken yet. Returns one summary per batch run (none: nothing new). WriterBusyError when
-    another ingest of the source still holds the lease after `wait_s` seconds."""
+    another ingest of the source still holds the lease after `wait_s` seconds; a lease whose
+    holder provably died (killed mid-ingest) is taken over at once, told to `on_takeover`."""
     from joins.lake import Lease, remove_leftovers, txn_version
     from joins.operators.versioned_table.retention import check_history_retention
 
-    lease = Lease(source.lease, purpose=f"ingest of {source.name}", ttl_s=source.lease_ttl_s)
+    lease = Lease(source.lease, purpose=f"ingest of {source.name}", ttl_s=source.lease_ttl_s,
+                  on_takeover=on_takeover)
     with lease.held(wait_s=wait_s, on_wait=on_wait):
         entries = {f.name: f for f in scan_folder(source.landing)}
         missing = sorted(set(requested) - set(entries))

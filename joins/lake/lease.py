@@ -9,6 +9,13 @@ retries disabled: of two contenders exactly one wins, the other re-reads and see
 Renewal and release are commits of the same kind, so a holder whose lease expired and was
 taken over learns it at its next renewal or `check()`.
 
+A lease whose holder is provably gone is taken over at once instead of after its ttl (a writer
+killed with -9 would otherwise block the next run for minutes): each record names the process
+that wrote it (host, boot, PID namespace, pid and the process's start time), and a contender in
+the same PID namespace of the same boot of the same host sees whether that process still runs.
+Anywhere else nothing is provable and the ttl decides. The takeover is logged (and passed to
+`on_takeover`).
+
 A lease alone cannot stop a paused holder from committing after it expired (no lock can); the
 callers add what makes that harmless: a micro-batch's commits are idempotent and deterministic
 (app transactions, pinned inputs), and a backfill's partition replace is a commit guarded by
@@ -18,6 +25,7 @@ the output table's version (`write_delta(expected_version=...)`).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
@@ -33,6 +41,9 @@ from deltalake.transaction import create_table_with_add_actions
 
 from joins.lake.errors import LakeError
 from joins.lake.location import TableLocation
+from joins.lake.process import process_gone, this_process
+
+log = logging.getLogger(__name__)
 
 LEASE_KEY = "temporalJoins.lease"
 # How far two writers' clocks may disagree: a lease closer than this to its expiry is read
@@ -63,9 +74,15 @@ class LeaseRecord:
     acquired_ms: int
     expires_ms: int
     released: bool = False
+    # The writing process: "host|boot id|pid namespace|pid|start time" (None: not known).
+    process: str | None = None
 
     def held_at(self, now_ms: int) -> bool:
         return not self.released and self.expires_ms > now_ms
+
+    def holder_gone(self) -> str | None:
+        """Why this record's process provably no longer runs (None: it may still run)."""
+        return None if self.process is None else process_gone(self.process)
 
     def describe(self, now_ms: int | None = None) -> str:
         now_ms = _now_ms() if now_ms is None else now_ms
@@ -87,13 +104,15 @@ class Lease:
     """The lease at `path` (a Delta table created on first use), held as `owner`."""
 
     def __init__(self, path: str, *, purpose: str, ttl_s: float = 300.0,
-                 owner: str | None = None) -> None:
+                 owner: str | None = None,
+                 on_takeover: Callable[[LeaseRecord, str], None] | None = None) -> None:
         if ttl_s <= 0:
             raise LakeError(f"lease ttl must be > 0 s, got {ttl_s}")
         self.loc = TableLocation.of(path)
         self.purpose = purpose
         self.ttl_ms = int(ttl_s * 1000)
         self.owner = owner or new_owner_id()
+        self.on_takeover = on_takeover
         self._held = False
         self._lost: str | None = None
         # Expiry of the last record this writer committed: until then (less a margin for
@@ -120,13 +139,17 @@ class Lease:
         raw = info[0].get(LEASE_KEY) if info else None
         if raw is None:
             return table, version, None
-        return table, version, LeaseRecord(**json.loads(raw))
+        fields = json.loads(raw)
+        known = {k: v for k, v in fields.items() if k in LeaseRecord.__dataclass_fields__}
+        return table, version, LeaseRecord(**known)
 
     # -- writing ------------------------------------------------------------------------------
 
     def _record(self, *, acquired_ms: int, released: bool = False) -> LeaseRecord:
         return LeaseRecord(owner=self.owner, purpose=self.purpose, acquired_ms=acquired_ms,
-                           expires_ms=_now_ms() + self.ttl_ms, released=released)
+                           expires_ms=_now_ms() + self.ttl_ms, released=released,
+                           # At each commit, not once: a renewal from a forked child names it.
+                           process=this_process())
 
     def _commit(self, after: int | None, record: LeaseRecord, table: DeltaTable | None = None) -> bool:
         """Commit `record` as version after+1 (0 when None; `table`: the log open at `after`);
@@ -156,13 +179,25 @@ class Lease:
         while True:
             table, version, record = self._read()
             now = _now_ms()
+            gone = None
             if record is not None and record.held_at(now) and record.owner != self.owner:
-                return record
+                gone = record.holder_gone()
+                if gone is None:
+                    return record
             acquired = record.acquired_ms if record is not None and record.owner == self.owner \
                 and record.held_at(now) else now
             if self._commit(version, self._record(acquired_ms=acquired), table):
                 self._held, self._lost = True, None
+                if gone is not None and record is not None:
+                    self._took_over(record, gone)
                 return None
+
+    def _took_over(self, record: LeaseRecord, why: str) -> None:
+        message = (f"{self.loc}: took over the lease of {record.purpose} by {record.owner} "
+                   f"{(record.expires_ms - _now_ms()) / 1000:.0f} s before it expires: {why}")
+        log.warning(message)
+        if self.on_takeover is not None:
+            self.on_takeover(record, message)
 
     def acquire(self, *, wait_s: float = 0.0, poll_s: float = 0.2,
                 on_wait: Callable[[LeaseRecord], None] | None = None) -> None:
@@ -217,7 +252,8 @@ class Lease:
             if record is None or record.owner != self.owner or record.released:
                 return  # taken over meanwhile: nothing of ours to release
             if self._commit(version, LeaseRecord(self.owner, self.purpose, record.acquired_ms,
-                                                 _now_ms(), released=True), table):
+                                                 _now_ms(), released=True, process=this_process()),
+                            table):
                 return
 
     @contextmanager

@@ -106,3 +106,70 @@ def test_check_reads_the_log_only_near_expiry(tmp_path: Path, monkeypatch: pytes
     Lease(path, purpose="re-run", owner="o").acquire()
     with pytest.raises(LeaseLostError, match="no longer holds"):
         holder.check()
+
+
+# ---- a holder that is provably gone (issue 25, point 6) ------------------------------------------
+
+
+def _hold_and_wait(path: str, ready: str) -> None:
+    Lease(path, purpose="ingest of orders", owner="doomed", ttl_s=300).acquire()
+    Path(ready).write_text("held")
+    time.sleep(600)
+
+
+def _holder_process(tmp_path: Path) -> tuple[str, mp.process.BaseProcess]:
+    path, ready = str(tmp_path / "lease"), tmp_path / "ready"
+    proc = mp.get_context("spawn").Process(target=_hold_and_wait, args=(path, str(ready)))
+    proc.start()
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert proc.is_alive() and time.monotonic() < deadline
+        time.sleep(0.05)
+    return path, proc
+
+
+@pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
+def test_a_killed_holders_lease_is_taken_over_at_once(tmp_path: Path, reaped: bool,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """kill -9 leaves a lease with minutes to live; its process is gone, so the next writer
+    takes it at once and says so (also before the parent reaped the dead child)."""
+    path, proc = _holder_process(tmp_path)
+    took: list[str] = []
+    try:
+        with pytest.raises(WriterBusyError, match="ingest of orders by doomed"):
+            Lease(path, purpose="ingest of orders", owner="next").acquire()  # alive: it waits
+        proc.kill()
+        if reaped:
+            proc.join(10)
+        else:
+            deadline = time.monotonic() + 10
+            while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+        started = time.monotonic()
+        after = Lease(path, purpose="ingest of orders", owner="next",
+                      on_takeover=lambda _old, message: took.append(message))
+        after.acquire()
+        assert time.monotonic() - started < 5
+        after.check()
+    finally:
+        proc.kill()
+        proc.join(10)
+    assert len(took) == 1 and f"its process {proc.pid} on this host" in took[0]
+    assert "took over the lease of ingest of orders by doomed" in caplog.text
+
+
+def test_a_holder_elsewhere_or_alive_is_never_provably_gone(tmp_path: Path) -> None:
+    from joins.lake.lease import LeaseRecord
+    from joins.lake.process import this_process
+
+    me = this_process()
+    assert me is not None   # Linux: every record names its process
+    host, boot, ns, pid, started = me.split("|")
+    record = LeaseRecord("o", "batch", 0, 1 << 62, process=me)
+    assert record.holder_gone() is None                                       # this process
+    other_host = LeaseRecord("o", "batch", 0, 1 << 62, process=f"elsewhere|{boot}|{ns}|{pid}|1")
+    assert other_host.holder_gone() is None                                   # cannot tell
+    assert LeaseRecord("o", "batch", 0, 1 << 62).holder_gone() is None        # an old record
+    reused = LeaseRecord("o", "batch", 0, 1 << 62, process=f"{host}|{boot}|{ns}|{pid}|{started}0")
+    assert "now runs another process" in (reused.holder_gone() or "")
