@@ -1,7 +1,9 @@
-"""`python -m joins replay FILE [--engine reference|spark] [--batch-size N] [--check]`.
+"""`python -m joins replay FILE [--engine reference|spark] [--batch-size N] [--check]` and
+`python -m joins check FOLDER` (the pipeline spec files, as the code location loads them).
 
-Exit codes: 0 ran (and, with --check, agreed); 1 --check found a difference; 2 the scenario,
-its config or an input record is invalid (a clear message, never a bare traceback).
+Exit codes: 0 ran (and, with --check, agreed; every spec file loads); 1 --check found a
+difference; 2 the scenario, its config, an input record or a spec file is invalid (a clear
+message, never a bare traceback).
 """
 
 from __future__ import annotations
@@ -41,7 +43,29 @@ def build_parser() -> argparse.ArgumentParser:
                              "spark default: the whole input)")
     replay.add_argument("--check", action="store_true",
                         help="compare with the scenario's expected output; exit 1 on a difference")
+    check = sub.add_parser("check", help="validate a folder of pipeline spec files (YAML)")
+    check.add_argument("folder", help="the specs folder (the code location's: pipelines/specs)")
     return parser
+
+
+def check_specs(args: argparse.Namespace) -> int:
+    """Every spec file of the folder as the code location would load it: one line per file."""
+    from joins.pipeline.files import load_spec_folder, spec_files
+
+    files = spec_files(args.folder)
+    if not files:
+        print(f"error: no spec files (*.yaml, *.yml) in {args.folder}", file=sys.stderr)
+        return EXIT_INVALID
+    loaded = load_spec_folder(args.folder)
+    good = {path: name for name, path in loaded.files.items()}
+    for path in map(str, files):
+        if path in good:
+            print(f"ok     {path}: pipeline {good[path]!r}")
+    for error in loaded.errors:
+        print(f"error  {error}", file=sys.stderr)
+    print(f"{len(files)} spec file(s): {len(good)} ok, {len(loaded.errors)} with errors",
+          file=sys.stderr)
+    return EXIT_INVALID if loaded.errors else EXIT_OK
 
 
 def replay(args: argparse.Namespace) -> int:
@@ -94,5 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "replay":
         return replay(args)
+    if args.command == "check":
+        return check_specs(args)
     parser.error(f"unknown command {args.command}")
     return EXIT_INVALID

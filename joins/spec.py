@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import typing
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -21,6 +24,51 @@ class Record(BaseModel):
     """A validated input record. Unknown keys are an error; `i` is the arrival index."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through Optional, unions, lists, dicts)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _models_in(typing.get_args(annotation)[0])
+    found: list[type[BaseModel]] = []
+    for arg in typing.get_args(annotation):
+        found.extend(_models_in(arg))
+    return found
+
+
+def known_keys(cls: type[BaseModel], path: Sequence[Any]) -> list[str]:
+    """The keys a mapping at `path` (keys and list indexes) inside a `cls` config may hold:
+    the field names (and aliases) of the models found there; empty when none is found."""
+    models = [cls]
+    for step in path:
+        if isinstance(step, int):
+            continue  # a list item: the same models
+        nxt: list[type[BaseModel]] = []
+        for model in models:
+            field = model.model_fields.get(str(step))
+            if field is not None:
+                nxt.extend(_models_in(field.annotation))
+        models = nxt
+    keys: list[str] = []
+    for model in models:
+        for name, field in model.model_fields.items():
+            keys.extend(k for k in (name, field.alias) if isinstance(k, str) and k not in keys)
+    return keys
+
+
+def did_you_mean(key: str, candidates: Sequence[str]) -> str:
+    """' (did you mean `x`?)' for a near miss among `candidates`, else ''."""
+    close = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.6)
+    if not close:
+        # A key that is a known one with a unit or plural dropped or added (grace -> grace_ms).
+        close = [c for c in candidates if c.startswith(key + "_") or key.startswith(c + "_")][:1]
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def unknown_key_hint(cls: type[BaseModel], loc: Sequence[Any]) -> str:
+    return did_you_mean(str(loc[-1]), known_keys(cls, loc[:-1])) if loc else ""
 
 
 def describe_validation_error(exc: ValidationError) -> tuple[str, str]:
@@ -49,7 +97,8 @@ def parse_spec(cls: type[SpecT], config: Any, *, operator: str) -> SpecT:
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"]) or "(root)"
             if err["type"] == "extra_forbidden":
-                problems.append(f"config.{loc}: unknown key (not a setting of {operator})")
+                problems.append(f"config.{loc}: unknown key (not a setting of {operator})"
+                                f"{unknown_key_hint(cls, err['loc'])}")
             elif err["type"] == "missing":
                 problems.append(f"config.{loc}: required setting is missing")
             else:

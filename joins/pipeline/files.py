@@ -7,6 +7,7 @@ setting's key) and left out; the other files still load.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +58,46 @@ def load_spec_file(path: str | Path) -> PipelineSpec:
     if not isinstance(raw, dict):
         raise JoinsError(f"a spec file holds one mapping of settings (operator, name, ...), got "
                          f"{type(raw).__name__}")
-    return parse_pipeline_spec(raw)
+    try:
+        return parse_pipeline_spec(raw)
+    except JoinsError as exc:
+        raise JoinsError(with_lines(str(exc), text)) from None
+
+
+_SETTING = re.compile(r"config\.([A-Za-z0-9_.\-]+):")
+
+
+def with_lines(message: str, text: str) -> str:
+    """`message` with "line N, " before every `config.<path>:` it names that is in the file
+    (a missing setting: the line of the mapping it belongs in)."""
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return message
+    if root is None:
+        return message
+
+    def line(match: re.Match[str]) -> str:
+        found = _line_of(root, match.group(1).split("."))
+        return match.group(0) if found is None else f"line {found}, {match.group(0)}"
+
+    return _SETTING.sub(line, message)
+
+
+def _line_of(node: yaml.Node, path: list[str]) -> int | None:
+    line = node.start_mark.line + 1
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == step), None)
+            if match is None:
+                return line
+            line, node = match[0].start_mark.line + 1, match[1]
+        elif isinstance(node, yaml.SequenceNode) and step.isdigit() and int(step) < len(node.value):
+            node = node.value[int(step)]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
 
 
 def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> LoadedSpecs:

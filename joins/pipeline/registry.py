@@ -14,6 +14,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from joins.errors import ConfigError, config_error
 from joins.pipeline.spec import PipelineSpec
+from joins.spec import unknown_key_hint
 
 # operator -> "module:class" of its pipeline spec (imported on first use).
 SPEC_CLASSES: dict[str, str] = {
@@ -68,11 +69,14 @@ def parse_pipeline_spec(raw: Any) -> PipelineSpec:
 
 def _problem(err: Any) -> str:
     loc = list(err["loc"])
+    cls = None
     if loc and loc[0] in spec_classes():  # the union's tag, not a key of the file
+        cls = spec_classes()[loc[0]]
         loc = loc[1:]
     key = ".".join(str(p) for p in loc) or "(root)"
     if err["type"] == "extra_forbidden":
-        return f"config.{key}: unknown key (not a setting of this pipeline)"
+        hint = unknown_key_hint(cls, loc) if cls is not None else ""
+        return f"config.{key}: unknown key (not a setting of this pipeline){hint}"
     if err["type"] == "missing":
         return f"config.{key}: required setting is missing"
     got = f" (got {err['input']!r})" if "input" in err else ""

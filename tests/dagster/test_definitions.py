@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import dagster as dg
 import pytest
 import yaml
@@ -110,11 +112,32 @@ def test_definitions_from_a_folder_of_yaml_specs(tmp_path) -> None:
     assert not any(name.startswith("broken") for name in repo.job_names)
     sensor = defs.resolve_sensor_def("spec_errors")
     description = sensor.description or ""
-    assert "c_bad.yaml: stream_table_join spec 'broken': invalid config: config.grace_ms" in description
+    assert re.search(r"c_bad\.yaml: stream_table_join spec 'broken': invalid config: "
+                     r"line \d+, config\.grace_ms", description)
     assert "d_syntax.yml: line 3, column 1: not valid YAML" in description
     with dg.build_sensor_context() as context:
         tick = sensor.evaluate_tick(context)
     assert "2 spec file(s) did not load" in (tick.skip_message or "")
+
+
+def test_check_names_file_line_and_the_near_miss_key(tmp_path, capsys) -> None:
+    """`./tj check` (python -m joins check): every file as the code location loads it."""
+    from joins.cli import EXIT_INVALID, EXIT_OK, main
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    _write_spec(specs, "a_orders.yaml")
+    assert main(["check", str(specs)]) == EXIT_OK
+    assert "ok     " in capsys.readouterr().out
+    text = (specs / "a_orders.yaml").read_text().replace("grace_ms:", "grace:")
+    (specs / "a_orders.yaml").write_text(text)
+    line = 1 + text.split("\n").index(next(t for t in text.split("\n") if t.startswith("grace:")))
+    assert main(["check", str(specs)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert (f"a_orders.yaml: stream_table_join spec 'orders_with_rates': invalid config: "
+            f"line {line}, config.grace: unknown key (not a setting of this pipeline) "
+            f"(did you mean `grace_ms`?)") in err
+    assert "1 spec file(s): 0 ok, 1 with errors" in err
 
 
 def test_a_spec_file_repeating_a_name_is_refused(tmp_path) -> None:
