@@ -28,6 +28,7 @@ from dagster import (
     AssetMaterialization,
     AssetObservation,
     AssetsDefinition,
+    AssetSpec,
     BackfillPolicy,
     Config,
     DailyPartitionsDefinition,
@@ -81,7 +82,7 @@ class PipelineAssets:
     spec: PipelineSpec
     partitions_def: DailyPartitionsDefinition
     inputs: dict[str, AssetsDefinition]   # input role -> its ingest asset
-    join: AssetsDefinition
+    join: AssetsDefinition | AssetSpec    # AssetSpec: no batch form, written by micro-batches only
     microbatch_job: JobDefinition
     observed: tuple[AssetsDefinition, ...] = ()   # landing folders, quarantine, grace buffer
 
@@ -90,7 +91,7 @@ class PipelineAssets:
         return AssetKey([self.spec.name])
 
     @property
-    def assets(self) -> list[AssetsDefinition]:
+    def assets(self) -> list[AssetsDefinition | AssetSpec]:
         return [*self.inputs.values(), self.join, *self.observed]
 
     def input_asset(self, role: str) -> AssetsDefinition:
@@ -159,7 +160,17 @@ def _ingest_asset(spec: PipelineSpec, item: PipelineInput) -> AssetsDefinition:
     return _ingest
 
 
-def _join_asset(spec: PipelineSpec, partitions_def: DailyPartitionsDefinition) -> AssetsDefinition:
+def _join_asset(spec: PipelineSpec,
+                partitions_def: DailyPartitionsDefinition) -> AssetsDefinition | AssetSpec:
+    if not spec.has_batch_form:
+        # Nothing to run but its micro-batches (which report its materializations): an asset
+        # the UI offers no Materialize or backfill for, rather than one that can only fail.
+        return AssetSpec(
+            spec.name, group_name=spec.name, kinds=KINDS, partitions_def=partitions_def,
+            deps=[AssetKey([i.name]) for i in spec.pipeline_inputs()], metadata=spec.settings(),
+            description=(spec.description or spec.summary()) + (
+                " Written by its micro-batches only: it has no batch form, so there is nothing "
+                "to materialize or backfill by hand."))
     description = (spec.description or spec.summary()) + (
         " Partitioned by event day; a run over a range of days is a backfill that replaces "
         "exactly those days in one commit.")

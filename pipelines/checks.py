@@ -51,7 +51,7 @@ QUARANTINE = "quarantine_below_threshold"
 def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
     spec = ja.spec
 
-    @asset_check(asset=ja.join, name=AGREEMENT, partitions_def=ja.partitions_def,
+    @asset_check(asset=ja.join_key, name=AGREEMENT, partitions_def=ja.partitions_def,
                  description="Each event day, recomputed with the batch form, equals what the "
                              "micro-batches wrote (compared in Spark); a day that differs is "
                              "stale until a backfill replaces it.")
@@ -91,7 +91,7 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
             description=f"stale event day(s) {', '.join(stale)}: late data arrived after the "
                         f"micro-batches; backfill them (the nightly schedule does)")
 
-    @asset_check(asset=ja.join, name=NO_DUPLICATES,
+    @asset_check(asset=ja.join_key, name=NO_DUPLICATES,
                  description="Each stream record appears at most once in the output.")
     def _no_duplicates(context: AssetCheckExecutionContext, spark: SparkResource,
                        lake: LakeResource) -> AssetCheckResult:
@@ -107,7 +107,7 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
                          f"{dup.duplicated_records} stream record(s) appear more than once "
                          f"({dup.extra_rows} extra rows)"))
 
-    @asset_check(asset=ja.join, name=QUARANTINE,
+    @asset_check(asset=ja.join_key, name=QUARANTINE,
                  description=f"Quarantined input rows stay at or below "
                              f"{spec.quarantine_threshold:.1%} of the input rows.")
     def _quarantine(context: AssetCheckExecutionContext, spark: SparkResource,
@@ -185,7 +185,7 @@ def _consistency_check(ja: PipelineAssets, name: str, description: str) -> Asset
     temporal history at its stream time)."""
     spec = ja.spec
 
-    @asset_check(asset=ja.join, name=name, description=description)
+    @asset_check(asset=ja.join_key, name=name, description=description)
     def _own(context: AssetCheckExecutionContext, spark: SparkResource,
              lake: LakeResource) -> AssetCheckResult:
         result = spec.engine(layout_of(lake, spec)).consistency(spark.session_for(context))

@@ -94,11 +94,11 @@ def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None
         partitions = fitted_partitions(LakeResource(root=lake_root).layout(spec))
     pa = build_pipeline_assets(spec, partitions)
     backfill = define_asset_job(
-        backfill_job_name(spec), selection=AssetSelection.assets(pa.join),
+        backfill_job_name(spec), selection=AssetSelection.assets(pa.join_key),
         tags={MODE_TAG: MODE_BACKFILL},
         description=f"Backfill of {spec.name}: recomputes the selected event days in one run.")
     checks_job = define_asset_job(
-        checks_job_name(spec), selection=AssetSelection.checks_for_assets(pa.join),
+        checks_job_name(spec), selection=AssetSelection.checks_for_assets(pa.join_key),
         description=f"Runs the asset checks of {spec.name} without recomputing it.")
     jobs: list[Any] = [checks_job, pa.microbatch_job]
     if spec.has_batch_form:

@@ -59,6 +59,10 @@ def test_defs_validate() -> None:
         "no_duplicate_output_rows", "quarantine_below_threshold"}
     # The count reads the join's output: the join asset is its upstream in the lineage.
     assert graph.get(dg.AssetKey("accounts_per_country")).parent_keys == {dg.AssetKey("customer_accounts")}
+    # Nothing but its micro-batches can write the count: the UI offers no Materialize for it,
+    # and "Materialize all" leaves it out; the joins with a batch form can be materialized.
+    assert not graph.get(dg.AssetKey("accounts_per_country")).is_executable
+    assert all(graph.get(dg.AssetKey(j)).is_materializable for j in joins - {"accounts_per_country"})
 
 
 def test_workspace_loads_the_definitions_module() -> None:
