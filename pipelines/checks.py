@@ -8,7 +8,10 @@
   retention): the day is **stale**; the check warns on that day's partition (the UI shows it
   failed) until a backfill of the day replaces it (the backfill job runs this check on its days,
   which then pass), and the nightly schedule backfills exactly the stale days. The staleness
-  sensor runs it over the late-data horizon after micro-batches wrote.
+  sensor runs it over the late-data horizon after micro-batches wrote. Its words tell three
+  cases apart: rows that differ (late data arrived), a day the micro-batches wrote nothing of
+  though the batch form joins rows (never computed), and a day with nothing on either side
+  (nothing to compare, passed).
 - `no_duplicate_output_rows`: every output row identity (for the stream-table join: the stream
   record) appears at most once (a micro-batch re-run after a crash must not write twice).
 - `quarantine_below_threshold`: quarantined input rows (bad landing rows, expired table
@@ -86,10 +89,15 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
         if not stale:
             return AssetCheckResult(passed=True, metadata=summary,
                                     description=f"{days[0]} .. {days[-1]}: every day identical")
+        late = [day for day in stale if verdicts[day].before > 0]
+        never = [day for day in stale if verdicts[day].before == 0]
+        what = [*([f"stale event day(s) {', '.join(late)}: late data arrived after the "
+                   f"micro-batches"] if late else []),
+                *([f"event day(s) {', '.join(never)} never computed by the micro-batches"]
+                  if never else [])]
         return AssetCheckResult(
             passed=False, severity=AssetCheckSeverity.WARN, metadata=summary,
-            description=f"stale event day(s) {', '.join(stale)}: late data arrived after the "
-                        f"micro-batches; backfill them (the nightly schedule does)")
+            description=f"{'; '.join(what)}; backfill them (the nightly schedule does)")
 
     @asset_check(asset=ja.join_key, name=NO_DUPLICATES,
                  description="Each stream record appears at most once in the output.")
@@ -145,9 +153,21 @@ def _day_result(day: str, d: DayDifference, stream_time: int) -> AssetCheckResul
         "rows_changed": MetadataValue.int(d.changed),
         "stream_time": MetadataValue.timestamp(stream_time / 1000),
     }
+    if d.agrees and d.before == 0:
+        return AssetCheckResult(passed=True, metadata=metadata,
+                                description=f"{day}: nothing to compare: no output row of this "
+                                            f"day, and no record of it the batch form joins")
     if d.agrees:
         return AssetCheckResult(passed=True, metadata=metadata,
                                 description=f"{day}: {d.before} rows, identical")
+    if d.before == 0:
+        # Nothing of the day was written, yet its records were joined by the batch form: the
+        # micro-batches never computed it (rows they could not join), not late data.
+        return AssetCheckResult(
+            passed=False, severity=AssetCheckSeverity.WARN, metadata=metadata,
+            description=f"{day}: never computed by the micro-batches: they wrote no row of this "
+                        f"day, the batch form joins {d.after}; backfill partition {day} to "
+                        f"compute it")
     return AssetCheckResult(
         passed=False, severity=AssetCheckSeverity.WARN, metadata=metadata,
         description=f"{day}: a backfill would change {d.changed} row(s), add {d.added} and remove "
