@@ -47,6 +47,7 @@ from assets.metadata import (
     batch_metadata,
     day_metadata,
     ingest_metadata,
+    settings_metadata,
     table_metadata,
 )
 from assets.observed import (
@@ -167,7 +168,8 @@ def _join_asset(spec: PipelineSpec,
         # the UI offers no Materialize or backfill for, rather than one that can only fail.
         return AssetSpec(
             spec.name, group_name=spec.name, kinds=KINDS, partitions_def=partitions_def,
-            deps=[AssetKey([i.name]) for i in spec.pipeline_inputs()], metadata=spec.settings(),
+            deps=[AssetKey([i.name]) for i in spec.pipeline_inputs()],
+            metadata=settings_metadata(spec.settings()),
             description=(spec.description or spec.summary()) + (
                 " Written by its micro-batches only: it has no batch form, so there is nothing "
                 "to materialize or backfill by hand."))
@@ -178,7 +180,7 @@ def _join_asset(spec: PipelineSpec,
     @asset(name=spec.name, group_name=spec.name, kinds=KINDS, description=description,
            partitions_def=partitions_def, backfill_policy=BackfillPolicy.single_run(),
            deps=[AssetKey([i.name]) for i in spec.pipeline_inputs()],
-           metadata=spec.settings())
+           metadata=settings_metadata(spec.settings()))
     def _join(context: AssetExecutionContext, spark: SparkResource,
               lake: LakeResource) -> MaterializeResult:
         from joins import lake as delta

@@ -37,6 +37,21 @@ def utc_text(ts_ms: int | None) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
+def settings_metadata(settings: dict[str, Any]) -> dict[str, Any]:
+    """A join's settings for its asset page: a duration in ms (`grace_ms`, ...) as a person
+    reads it beside the configured number ("30 min (grace_ms 1800000)"); -1 means none."""
+    from joins.core.human import duration
+
+    out: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key.endswith("_ms") and isinstance(value, int) and not isinstance(value, bool):
+            text = "none" if value < 0 else f"{duration(value)} ({key} {value})"
+            out[key.removesuffix("_ms")] = MetadataValue.text(text)
+        else:
+            out[key] = value
+    return out
+
+
 def days_text(days: Sequence[str]) -> str:
     return ", ".join(days) if days else "none"
 

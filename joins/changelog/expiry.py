@@ -95,13 +95,13 @@ def mark_expired(updates: DataFrame, cols: ChangelogColumns, clock: SideClock,
             .withColumnRenamed(P_BEFORE, ST_BEFORE).drop("_block"))
 
 
-def expired_reason(ts: Column, retention_ms: int) -> Column:
+def expired_reason(ts_col: str, retention_ms: int) -> Column:
     """The quarantine reason of an expired update, worded as the versioned table's ingest."""
     from pyspark.sql import functions as F
 
-    st = F.col(ST_BEFORE)
-    return F.format_string("expired: ts %d < stream time %d - history retention %d ms = %d; "
-                           "not stored", ts, st, F.lit(retention_ms), st - F.lit(retention_ms))
+    from joins.spark.exprs import expired_reason_sql, ident
+
+    return F.expr(expired_reason_sql(ident(ts_col), ident(ST_BEFORE), retention_ms))
 
 
 def expired_rows(marked: DataFrame, side: str, cols: ChangelogColumns, values: Sequence[str], *,
@@ -115,7 +115,7 @@ def expired_rows(marked: DataFrame, side: str, cols: ChangelogColumns, values: S
     return marked.where(F.col(EXPIRED)).select(
         F.lit(side).alias("side"), F.col(cols.key).cast("string").alias("key"),
         F.col(cols.ts).cast("long").alias("ts"), F.col(cols.seq).cast("long").alias("_seq"),
-        F.lit("expired").alias("kind"), expired_reason(F.col(cols.ts), retention_ms).alias("reason"),
+        F.lit("expired").alias("kind"), expired_reason(cols.ts, retention_ms).alias("reason"),
         F.col(ST_BEFORE).alias("stream_time"),
         F.lit(retention_ms).cast("long").alias("history_retention_ms"),
         record.alias("record"), F.lit(batch_id).cast("long").alias("_batch_id"))

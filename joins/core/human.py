@@ -12,7 +12,8 @@ def iso_time(ms: int) -> str:
     """An event time in epoch ms as ISO 8601 UTC: `2024-03-02T14:05:00Z` (milliseconds shown
     only when there are some)."""
     stamp = _EPOCH + dt.timedelta(milliseconds=ms)
-    text = stamp.strftime("%Y-%m-%dT%H:%M:%S")
+    # Four-digit years (strftime's %Y does not pad years before 1000 on every platform).
+    text = f"{stamp.year:04d}-" + stamp.strftime("%m-%dT%H:%M:%S")
     if ms % 1000:
         text += f".{ms % 1000:03d}"
     return text + "Z"

@@ -48,3 +48,30 @@ def bigint_constant(spark: SparkSession, value: int) -> Column:
     if jvm.unavailable_reason(spark) is not None:
         return F.lit(value).cast("long")
     return _Column(spark._jvm.temporaljoins.Constant.bigint(value))  # type: ignore[attr-defined]
+
+
+def iso_time_sql(ms_sql: str) -> str:
+    """SQL text of an event time in epoch ms (a BIGINT expression) as `joins.core.human.iso_time`
+    spells it: `2024-03-02T14:05:00Z`, milliseconds only when there are some. Independent of
+    the session time zone."""
+    ms = f"({ms_sql})"
+    # A TIMESTAMP_NTZ is a wall clock that no session zone shifts: the epoch plus an interval.
+    days = f"CAST(floor({ms} / 86400000) AS INT)"
+    secs = f"CAST(pmod({ms}, 86400000) AS DECIMAL(18, 6)) / 1000"
+    wall = f"TIMESTAMP_NTZ'1970-01-01 00:00:00' + make_dt_interval({days}, 0, 0, {secs})"
+    clock = f"date_format({wall}, \"yyyy-MM-dd'T'HH:mm:ss\")"
+    frac = (f"CASE WHEN pmod({ms}, 1000) = 0 THEN '' "
+            f"ELSE concat('.', lpad(CAST(pmod({ms}, 1000) AS STRING), 3, '0')) END")
+    return f"CASE WHEN {ms} IS NULL THEN NULL ELSE concat({clock}, {frac}, 'Z') END"
+
+
+def expired_reason_sql(ts_sql: str, stream_time_sql: str, retention_ms: int) -> str:
+    """SQL text of the quarantine reason of a put refused as beyond history retention (the
+    versioned table's ingest and the table operators' versioned sides word it alike), in times
+    and a duration a person reads."""
+    from joins.core.human import duration
+
+    bound = f"(({stream_time_sql}) - {int(retention_ms)})"
+    retention = sql_string(f" - history retention {duration(retention_ms)} = ")
+    return (f"concat('expired: ts ', {iso_time_sql(ts_sql)}, ' < stream time ', "
+            f"{iso_time_sql(stream_time_sql)}, {retention}, {iso_time_sql(bound)}, '; not stored')")

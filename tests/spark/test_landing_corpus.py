@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from joins.core.human import duration, iso_time
 from joins.ingest import IngestSource, run_ingest
 from joins.lake import read_delta
 from joins.landing import LandingSpec
@@ -108,8 +109,9 @@ def check_corpus(spark: Any, root: Path, landing_spec: LandingSpec,
     for name, exp in expected.items():
         path = f"{landing}/{name}"
         want_bad += [(path, row, "ts", "expired",
-                      f"expired: ts {ts} < stream time {stream_time} - history retention {RETENTION} "
-                      f"ms = {stream_time - RETENTION}; not stored") for row, ts in exp.expired]
+                      f"expired: ts {iso_time(ts)} < stream time {iso_time(stream_time)} - "
+                      f"history retention {duration(RETENTION)} = "
+                      f"{iso_time(stream_time - RETENTION)}; not stored") for row, ts in exp.expired]
     # Per file: a mismatch names the file and both sides of every row that differs.
     differ = {}
     for name in expected:

@@ -151,8 +151,9 @@ def test_expired_updates_are_counted_and_quarantined(spark: Any, tmp_path: Path,
     assert got_metrics == want_metrics == {"out_of_order_ignored": 1, "expired": 1}
     [row] = lake.read_delta(spark, f"{replay.join_root}/quarantine").collect()
     assert (row["side"], row["key"], row["ts"], row["_seq"], row["kind"]) == ("left", '"a"', 9, 3, "expired")
-    assert row["reason"] == ("expired: ts 9 < stream time 20 - history retention 10 ms = 10; "
-                             "not stored")
+    assert row["reason"] == ("expired: ts 1970-01-01T00:00:00.009Z < stream time "
+                             "1970-01-01T00:00:00.020Z - history retention 10 ms = "
+                             "1970-01-01T00:00:00.010Z; not stored")
     assert json.loads(row["record"]) == {"value": '"a2"'}
 
 

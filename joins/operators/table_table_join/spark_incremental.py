@@ -185,7 +185,7 @@ class TableTableJoinStep:
             parts.append(df.where(F.col(EXPIRED)).select(
                 F.lit(side).alias("side"), F.col(c.key).cast("string").alias("key"),
                 F.col(c.ts).cast("long").alias(TS), F.col(c.seq).cast("long").alias("_seq"),
-                F.lit("expired").alias("kind"), expired_reason(F.col(c.ts), retention).alias("reason"),
+                F.lit("expired").alias("kind"), expired_reason(c.ts, retention).alias("reason"),
                 F.col("_st_before").alias("stream_time"),
                 F.lit(retention).cast("long").alias("history_retention_ms"),
                 record.alias("record"), F.lit(ctx.batch_id).cast("long").alias(BATCH_ID)))

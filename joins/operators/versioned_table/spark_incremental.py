@@ -62,6 +62,7 @@ from joins.operators.versioned_table.stream_time import (
     STREAM_TIME,
     with_stream_time,
 )
+from joins.spark.exprs import expired_reason_sql, ident
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -130,9 +131,7 @@ def expired_quarantine_rows(classified: DataFrame, layout: VersionedDeltaLayout,
     st = F.col(STREAM_TIME)
     record = F.to_json(F.struct(*layout.key_columns, *layout.value_columns,
                                 F.col(ts_col).alias(TS), F.col(tombstone_col).alias(TOMBSTONE)))
-    reason = F.format_string(
-        "expired: ts %d < stream time %d - history retention %d ms = %d; not stored",
-        F.col(ts_col), st, F.lit(retention), st - F.lit(retention))
+    reason = F.expr(expired_reason_sql(ident(ts_col), ident(STREAM_TIME), retention))
     cols = classified.columns
     return classified.where(F.col(STATUS) == EXPIRED).select(
         F.lit(source_id).alias(SOURCE_ID),
