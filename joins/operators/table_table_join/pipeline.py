@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictInt, model_validator
 
+from joins.core.human import iso_time
 from joins.core.versioned import VersionedInput
 from joins.operators.table_table_join.columns import BATCH_ID
 from joins.operators.table_table_join.spec import TableTableJoinSpec
@@ -211,8 +212,8 @@ def agreement_summary(a: Agreement) -> CheckSummary:
     if a.agrees:
         return CheckSummary(True, f"{a.keys_incremental} key(s) with a result: the current "
                                   f"results equal the temporal history at stream time "
-                                  f"{a.stream_time}", metadata)
+                                  f"{iso_time(a.stream_time)}", metadata)
     return CheckSummary(False, f"{a.different} key(s) differ, {a.only_incremental} only in the "
                                f"current results, {a.only_history} only in the history at "
-                               f"stream time {a.stream_time} (an unversioned side takes the last "
+                               f"stream time {iso_time(a.stream_time)} (an unversioned side takes the last "
                                f"arrival, the history the latest ts)", metadata)
