@@ -27,6 +27,23 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
+# How long each process group gets to stop on SIGTERM before it is killed: `./tj dev` is gone
+# within 10 s of Ctrl-C or SIGTERM, whatever a server does with the signal.
+STOP_GRACE_S = 3.0
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
+    """SIGTERM to the process group `proc` leads, then SIGKILL to whatever is left of it (a
+    leader that stopped in time may leave children)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 @dataclass
 class WarmSpark:
     """What the UI's processes need to share one warm Spark (`env`: {} when the user chose a
@@ -61,7 +78,7 @@ def warm_spark(log_dir: Path, *, warm_up: bool = True) -> Iterator[WarmSpark]:
     print(f"== starting a local Spark Connect server for the UI's runs on port {port} "
           f"(log {log_dir}; TJ_WARM_SPARK=0 runs each on its own session)", file=sys.stderr,
           flush=True)
-    with LocalConnectServer(log_dir=log_dir, port=port) as server:
+    with LocalConnectServer(log_dir=log_dir, port=port, stop_grace_s=STOP_GRACE_S) as server:
         warm = WarmSpark({"TJ_SPARK_REMOTE": server.url})
         if warm_up and os.environ.get("TJ_WARM_UP", "1") != "0":
             warm.log = log_dir / "warm-up.log"
@@ -75,10 +92,8 @@ def warm_spark(log_dir: Path, *, warm_up: bool = True) -> Iterator[WarmSpark]:
         try:
             yield warm
         finally:
-            if warm.warm_up is not None and warm.warm_up.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(warm.warm_up.pid, signal.SIGKILL)
-                warm.warm_up.wait()
+            if warm.warm_up is not None:
+                stop_group(warm.warm_up, grace_s=0)
 
 
 @contextlib.contextmanager
@@ -101,36 +116,55 @@ def run_worker(home: Path, *, warm_up: bool = True) -> Iterator[subprocess.Popen
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_group(proc)
+
+
+def parse_args(argv: list[str]) -> tuple[str, list[str]]:
+    """(port, the arguments passed on to `dagster dev`): `--port N` / `-p N` (default: PORT or
+    3000)."""
+    port, rest = os.environ.get("PORT", "3000"), []
+    it = iter(argv)
+    for arg in it:
+        if arg in ("--port", "-p"):
+            port = next(it, "")
+        elif arg.startswith("--port="):
+            port = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise SystemExit(f"./tj dev: --port needs a TCP port number, got {port!r}")
+    return port, rest
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    port, args = parse_args(list(sys.argv[1:] if argv is None else argv))
     from pipelines.instance import prepare_dagster_home
 
     home = prepare_dagster_home()
-    port = os.environ.get("PORT", "3000")
+    stopping: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        stopping.append(signum)
+        raise KeyboardInterrupt  # unwinds main, whose context managers stop every group
+
+    # Ctrl-C (SIGINT to the terminal's group) and SIGTERM end the same way: dagster dev runs in a
+    # process group of its own, stopped first, then the run worker's and the Connect server's.
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     with run_worker(home) as worker, \
             (warm_spark(home / "spark-connect") if worker is None
              else contextlib.nullcontext(WarmSpark({}))) as warm:
         cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"),
                "-h", "127.0.0.1", "-p", port, *args]
-        proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **warm.env})
-        # Ctrl-C reaches dagster through the terminal's process group; a SIGTERM sent to this
-        # process is passed on, so that the servers above stop after the UI.
-        signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
+        proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **warm.env},
+                                start_new_session=True)
         try:
             return proc.wait()
         except KeyboardInterrupt:
-            return proc.wait()
+            print("== stopping the UI, the run worker and Spark", file=sys.stderr, flush=True)
+            return 0
+        finally:
+            stop_group(proc)
 
 
 if __name__ == "__main__":

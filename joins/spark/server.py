@@ -81,12 +81,13 @@ class LocalConnectServer:
 
     def __init__(self, *, log_dir: Path, port: int = DEFAULT_PORT,
                  settings: SparkSettings | None = None,
-                 start_timeout_s: float = START_TIMEOUT_S) -> None:
+                 start_timeout_s: float = START_TIMEOUT_S, stop_grace_s: float = 30.0) -> None:
         self.log_dir = log_dir
         self.port = port
         # The settings a local session of this process would take (TJ_SHUFFLE_PARTITIONS, ...).
         self.settings = settings or dataclasses.replace(SparkSettings.from_env(), remote=None)
         self.start_timeout_s = start_timeout_s
+        self.stop_grace_s = stop_grace_s
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -128,13 +129,13 @@ class LocalConnectServer:
             time.sleep(0.5)
 
     def stop(self) -> None:
-        """SIGTERM to the server's process group, SIGKILL after 30 s."""
+        """SIGTERM to the server's process group, SIGKILL after `stop_grace_s`."""
         proc, self.proc = self.proc, None
         if proc is None:
             return
         try:
             os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
+            proc.wait(timeout=self.stop_grace_s)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)

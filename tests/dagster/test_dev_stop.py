@@ -1,0 +1,99 @@
+"""`./tj dev --port N` (issue 25, point 5): the UI on the port asked for, and Ctrl-C or SIGTERM
+stops every process it started (the UI's servers, the run worker and its JVM) within 10 s."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from joins.spark.server import free_port
+from pipelines.dev import parse_args
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_port_argument() -> None:
+    assert parse_args(["--port", "3111", "--verbose"]) == ("3111", ["--verbose"])
+    assert parse_args(["--port=3112"]) == ("3112", [])
+    with pytest.raises(SystemExit, match="--port needs a TCP port number, got 'x'"):
+        parse_args(["-p", "x"])
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (from /proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
+def test_dev_serves_the_port_asked_for_and_stops_everything_within_10_s(tmp_path: Path,
+                                                                       how: str) -> None:
+    port = free_port()
+    # The run worker warms up (a JVM running the demo's jobs on a sample) while the UI starts:
+    # what a user stops is busy.
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"),
+           "TJ_LAKE_ROOT": str(tmp_path / "lake")}
+    log = tmp_path / "dev.log"
+    with open(log, "wb") as out:
+        dev = subprocess.Popen([sys.executable, "-m", "pipelines.dev", "--port", str(port)],
+                               cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            assert dev.poll() is None, log.read_text(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, "the UI did not answer in 240 s"
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=5):
+                    break
+            except OSError:
+                time.sleep(1)
+        started = descendants(dev.pid)
+        assert len(started) >= 3   # dagster dev, its webserver and daemon, the run worker, ...
+        stopped_at = time.monotonic()
+        if how == "SIGTERM":
+            dev.send_signal(signal.SIGTERM)
+        else:   # the terminal sends SIGINT to its foreground group
+            os.killpg(dev.pid, signal.SIGINT)
+        dev.wait(timeout=15)
+        while any(alive(p) for p in started) and time.monotonic() - stopped_at < 10:
+            time.sleep(0.2)
+        left = sorted(p for p in started if alive(p))
+        assert not left, f"still running 10 s after {how}: {left}"
+        assert time.monotonic() - stopped_at < 10
+    finally:
+        if dev.poll() is None:
+            os.killpg(dev.pid, signal.SIGKILL)
+            dev.wait()
