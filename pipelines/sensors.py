@@ -3,10 +3,14 @@
 Both sensors only list files or read Delta logs (no Spark), so a tick costs milliseconds. Every
 tick that requests nothing says why, in the tick's skip reason.
 
-- `<source>_landing_sensor`: cursor = the landing file names already requested; a new file set
-  gets one run whose run key is derived from the set (a tick re-evaluated with the same cursor
-  asks for the same run key, which Dagster de-duplicates). No run is requested while an ingest
-  of the source is queued or running (its lease says so); the new files go into the next one.
+- `<source>_landing_sensor`: the files to ingest are those landed that no ingest batch has
+  taken (the source's manifest says which) and that no earlier tick requested; the cursor
+  keeps only the requested files not taken yet and the last name requested, so it stays small
+  however many files the folder ever held, and a file landed under a name that sorts before
+  the last one is still found. A new file set gets one run whose run key is derived from the
+  set (a tick re-evaluated with the same cursor asks for the same run key, which Dagster
+  de-duplicates). No run is requested while an ingest of the source is queued or running (its
+  lease says so); the new files go into the next one.
 - `<join>_microbatch_sensor`: cursor = the input Delta versions the last requested micro-batch
   will consume; a new version of any input requests the next micro-batch, run key = the
   versions. While a micro-batch runs, no other is requested (the join's writer lease would make
@@ -67,12 +71,15 @@ def landing_sensor(pa: PipelineAssets, item: PipelineInput,
             minimum_interval_seconds=spec.sensor_interval_s,
             description=f"Ingests new files of the `{source.name}` landing folder.")
     def _landing(context: SensorEvaluationContext, lake: LakeResource) -> SensorResult | SkipReason:
-        from joins.ingest import ingest_in_progress, list_landing
+        from joins.ingest import ingest_in_progress
+        from joins.pipeline.observe import landing_status
 
         layout = layout_of(lake, spec)
         folder = layout.landing(source)
-        seen = set(_load_cursor(context.cursor).get("files", []))
-        new = [f for f in list_landing(folder) if f not in seen]
+        cursor = _load_cursor(context.cursor)
+        pending = landing_status(layout, item).pending       # landed, not taken by an ingest
+        in_flight = [f for f in cursor.get("in_flight", []) if f in set(pending)]
+        new = [f for f in pending if f not in set(in_flight)]
         if not new:
             return SkipReason(f"no new files in {folder}")
         running = context.instance.get_runs(RunsFilter(job_name=job.name, statuses=ACTIVE), limit=1)
@@ -89,8 +96,10 @@ def landing_sensor(pa: PipelineAssets, item: PipelineInput,
             run_config={"ops": {op_name: {"config": {"files": new}}}},
             tags={"tj/source": source.name, "tj/new_files": str(len(new))})
         # The landing folder's asset shows the files waiting for this run.
+        through = max([*new, *([cursor["through"]] if cursor.get("through") else [])])
         return SensorResult(run_requests=[request], asset_events=[landing_observation(layout, item)],
-                            cursor=json.dumps({"files": sorted(seen | set(new))}))
+                            cursor=json.dumps({"through": through,
+                                               "in_flight": sorted({*in_flight, *new})}))
 
     return _landing
 

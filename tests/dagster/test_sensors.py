@@ -3,6 +3,7 @@ a skip reason saying why, and a cursor that advances."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def test_landing_sensor_requests_new_files_once(defs, instance, lake_root: Path)
     [rr] = first.run_requests
     files = ["0000-orders.jsonl", "0001-orders.jsonl"]
     assert rr.run_config == {"ops": {"orders": {"config": {"files": files}}}}
-    assert json.loads(first.cursor) == {"files": files}
+    assert json.loads(first.cursor) == {"through": "0001-orders.jsonl", "in_flight": files}
     # The same landing state evaluated again from the same cursor asks for the same run key.
     again = _tick(defs, "orders_landing_sensor", instance, None, lake_root)
     assert again.run_requests[0].run_key == rr.run_key
@@ -63,7 +64,32 @@ def test_landing_sensor_requests_new_files_once(defs, instance, lake_root: Path)
     [rr2] = second.run_requests
     assert rr2.run_config["ops"]["orders"]["config"]["files"] == ["0002-orders.jsonl"]
     assert rr2.run_key != rr.run_key
-    assert json.loads(second.cursor)["files"] == [*files, "0002-orders.jsonl"]
+    assert json.loads(second.cursor) == {"through": "0002-orders.jsonl",
+                                         "in_flight": [*files, "0002-orders.jsonl"]}
+
+
+def test_landing_sensor_cursor_stays_small_and_finds_a_file_named_out_of_order(
+        defs, instance, lake_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cursor holds only requested files no ingest has taken yet; a file landed under a
+    name before the last one requested is still requested."""
+    from joins.pipeline import observe
+
+    folder = lake_root / "landing" / "orders"
+    names = [f"{n:04d}-orders.jsonl" for n in range(50)]
+    for name in names:
+        _land(folder, name)
+    first = _tick(defs, "orders_landing_sensor", instance, None, lake_root)
+    assert len(json.loads(first.cursor)["in_flight"]) == 50
+    # The ingest took them all (its manifest says so); one more lands, named "early".
+    _land(folder, "0000-early.jsonl")
+    real = observe.landing_status
+    monkeypatch.setattr(observe, "landing_status", lambda layout, item: dataclasses.replace(
+        real(layout, item), pending=("0000-early.jsonl",)))
+    late = _tick(defs, "orders_landing_sensor", instance, first.cursor, lake_root)
+    [rr] = late.run_requests
+    assert rr.run_config["ops"]["orders"]["config"]["files"] == ["0000-early.jsonl"]
+    assert json.loads(late.cursor) == {"through": "0049-orders.jsonl",
+                                       "in_flight": ["0000-early.jsonl"]}
 
 
 def test_landing_sensor_waits_while_an_ingest_of_the_source_runs(defs, instance,
