@@ -298,16 +298,19 @@ def test_prefix_stream_time_over_many_sparse_blocks(spark: Any) -> None:
 
 def test_late_reason_expression_matches_reference(spark: Any) -> None:
     """The Spark reason expression words a late record exactly as the reference processor."""
-    from pyspark.sql import functions as F
-
     processor = StreamTableJoinProcessor(spec_of(
         {"join": "left", "table": {"versioned": True, "history_retention_ms": 10}, "grace_ms": 2,
          "late": "quarantine"}))
     processor.process(StreamTableRecord(i=0, side="stream", key="k", value="v", ts=10))
     [item] = processor.process(StreamTableRecord(i=1, side="stream", key="k", value="v", ts=5))
-    row = spark.range(1).select(late_reason(F.lit(5).cast("long"), F.lit(10).cast("long"), 2)
+    row = spark.range(1).select(late_reason("CAST(5 AS BIGINT)", "CAST(10 AS BIGINT)", 2)
                                 .alias("r")).first()
     assert row["r"] == late_reason_text(5, 10, 2) == item["reason"]
+    # Real event times and a grace of half an hour, in any session zone.
+    st, ts = 1_709_423_917_750, 1_709_253_000_000
+    row = spark.range(1).select(late_reason(str(ts), str(st), 1_800_000).alias("r")).first()
+    assert row["r"] == late_reason_text(ts, st, 1_800_000)
+    assert "minus grace 30 min (= 2024-03-02T23:28:37.750Z)" in row["r"]
 
 
 # ---- the whole micro-batch on Delta against the reference engine -----------------------------

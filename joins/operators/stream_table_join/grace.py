@@ -114,9 +114,11 @@ class Decision:
 
         if self.grace_ms is None or self.late != "quarantine":
             return None
-        ts = F.col(self.ts)
+        from joins.spark.exprs import ident
+
         return self.decided.where(F.col(FATE) == QUARANTINE_FATE).select(
-            *self.stream_cols, late_reason(ts, F.col(P_BEFORE), self.grace_ms).alias(REASON),
+            *self.stream_cols,
+            late_reason(ident(self.ts), ident(P_BEFORE), self.grace_ms).alias(REASON),
             F.col(P_BEFORE).alias("stream_time"), F.lit(self.grace_ms).cast("long").alias("grace_ms"))
 
     @property

@@ -1,50 +1,37 @@
 """The reason a late stream record is quarantined (KIP-923: older than stream time - grace),
-word for word the reference processor's, as text and as a Spark expression."""
+in times and durations a person reads, as text (the reference processor's) and as a Spark
+expression that spells it identically."""
 
 from __future__ import annotations
 
-import functools
-import re
 from typing import TYPE_CHECKING
+
+from joins.core.human import duration, iso_time
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-# Sentinel numbers fed to the reference processor to read its quarantine reason as a template:
-# distinct, and unlike any other number the text could hold.
-_S_GRACE, _S_STREAM_TIME, _S_TS = 7919, 1_000_003, 11
-
-
-@functools.cache
-def _late_reason_template() -> str:
-    """The reference processor's quarantine reason with `{ts}`, `{st}`, `{grace}`, `{bound}`
-    and `{needed}` in place of the numbers: the Spark expression and the reference then word
-    their reasons identically, whatever the wording is."""
-    from joins.operators.stream_table_join.reference import StreamTableJoinProcessor
-    from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTableRecord
-
-    spec = StreamTableJoinSpec.model_validate(
-        {"join": "left", "table": {"versioned": True, "history_retention_ms": _S_GRACE},
-         "grace_ms": _S_GRACE, "late": "quarantine"})
-    processor = StreamTableJoinProcessor(spec)
-    processor.process(StreamTableRecord(i=0, side="stream", key="k", value="v", ts=_S_STREAM_TIME))
-    items = processor.process(StreamTableRecord(i=1, side="stream", key="k", value="v", ts=_S_TS))
-    text = str(items[0]["reason"]).replace("{", "{{").replace("}", "}}")
-    names = {_S_TS: "{ts}", _S_STREAM_TIME: "{st}", _S_GRACE: "{grace}",
-             _S_STREAM_TIME - _S_GRACE: "{bound}", _S_STREAM_TIME - _S_TS: "{needed}"}
-    return re.sub(r"-?\d+", lambda m: names.get(int(m.group()), m.group()), text)
+_PARTS = ("late stream record: ts ", " is older than the join buffer's stream time ",
+          " minus grace {grace} (= ", "); records up to it may already have been joined, so this "
+          "one can no longer be joined in timestamp order. A grace_ms of at least ",
+          " would have joined it")
 
 
 def late_reason_text(ts: int, stream_time: int, grace_ms: int) -> str:
-    """The quarantine reason of a late record, word for word the reference processor's."""
-    return _late_reason_template().format(ts=ts, st=stream_time, grace=grace_ms,
-                                          bound=stream_time - grace_ms, needed=stream_time - ts)
+    """The quarantine reason of a record at `ts` late for a buffer at `stream_time`."""
+    a, b, c, d, e = _PARTS
+    return (f"{a}{iso_time(ts)}{b}{iso_time(stream_time)}{c.format(grace=duration(grace_ms))}"
+            f"{iso_time(stream_time - grace_ms)}{d}{stream_time - ts}{e}")
 
 
-def late_reason(ts: Column, stream_time: Column, grace_ms: int) -> Column:
-    """`late_reason_text` as a Spark expression."""
+def late_reason(ts_sql: str, stream_time_sql: str, grace_ms: int) -> Column:
+    """`late_reason_text` as a Spark expression (ts and stream time: SQL text of BIGINTs)."""
     from pyspark.sql import functions as F
 
-    fmt = _late_reason_template().replace("%", "%%").format(
-        ts="%1$d", st="%2$d", grace=grace_ms, bound="%3$d", needed="%4$d")
-    return F.format_string(fmt, ts, stream_time, stream_time - F.lit(grace_ms), stream_time - ts)
+    from joins.spark.exprs import iso_time_sql, sql_string
+
+    a, b, c, d, e = (sql_string(p.format(grace=duration(grace_ms))) for p in _PARTS)
+    ts, st = f"({ts_sql})", f"({stream_time_sql})"
+    return F.expr(f"concat({a}, {iso_time_sql(ts)}, {b}, {iso_time_sql(st)}, {c}, "
+                  f"{iso_time_sql(f'{st} - {int(grace_ms)}')}, {d}, CAST({st} - {ts} AS STRING), "
+                  f"{e})")

@@ -55,6 +55,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from joins.core.store import TableStore, VersionedStore, make_store
 from joins.operators.base import Item
+from joins.operators.stream_table_join.late import late_reason_text
 from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTableRecord
 
 METRIC_NAMES: tuple[str, ...] = (
@@ -186,11 +187,8 @@ class StreamTableJoinProcessor:
             return []
         self.metrics["quarantined"] += 1
         assert buffer.stream_time is not None  # a late record needs a stream time to be late
-        reason = (f"late stream record: ts {record.ts} is older than the join buffer's stream time "
-                  f"{buffer.stream_time} minus grace {buffer.grace_ms} ms (= {buffer.late_bound}); "
-                  f"records up to ts {buffer.late_bound} may already have been joined, so this one "
-                  f"can no longer be joined in timestamp order. A grace_ms of at least "
-                  f"{buffer.stream_time - record.ts} would have joined it")
+        # In ISO times and a duration; the Spark engine spells it alike (`late.py`).
+        reason = late_reason_text(record.ts, buffer.stream_time, buffer.grace_ms)
         return [{"quarantined": {"key": record.key, "value": record.value, "ts": record.ts},
                  "reason": reason}]
 
