@@ -82,6 +82,19 @@ class Recorder:
             self.reset(schedule.name, InstigatorType.SCHEDULE,
                        ScheduleInstigatorData(schedule.cron_schedule, time.time()))
 
+    def turn_on(self, defs: Definitions) -> None:
+        """Every sensor and schedule of `defs` running, keeping the cursors they have (a lake
+        that was kept: its sensors go on where they stopped)."""
+        repo = defs.get_repository_def()
+        for sensor in repo.sensor_defs:
+            state = self.state(sensor.name, InstigatorType.SENSOR,
+                               SensorInstigatorData(min_interval=sensor.minimum_interval_seconds))
+            self.instance.update_instigator_state(state.with_status(InstigatorStatus.RUNNING))
+        for schedule in repo.schedule_defs:
+            state = self.state(schedule.name, InstigatorType.SCHEDULE,
+                               ScheduleInstigatorData(schedule.cron_schedule, time.time()))
+            self.instance.update_instigator_state(state.with_status(InstigatorStatus.RUNNING))
+
     def sensor_tick(self, name: str, min_interval: int,
                     evaluate: Callable[[str | None], Any]) -> tuple[Any, Callable[[str, str | None], None]]:
         """Evaluate a sensor with its stored cursor and record the tick. Returns the evaluation

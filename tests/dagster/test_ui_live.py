@@ -100,8 +100,9 @@ def test_live_demo_sensor_page_shows_ticks_and_cursor(tmp_path: Path) -> None:
 
         with browser_page() as page:
             page.goto(f"{url}/locations/{LOCATION}/sensors/{SENSOR}", wait_until="domcontentloaded")
-            # The cursor (the landing files requested so far) and the ticks that requested runs.
-            wanted = [SENSOR, "Cursor", "0000-orders.jsonl", "run requested"]
+            # The cursor (the last landing file requested, and those not ingested yet) and the
+            # ticks that requested runs.
+            wanted = [SENSOR, "Cursor", "-orders.jsonl", "through", "run requested"]
             text = text_after_load(page, wanted, absent=("Loading ticks",), timeout_s=90)
             shot(page, "live_sensor")
             assert_shows(text, wanted, "the sensor page")
