@@ -9,9 +9,10 @@
   failed) until a backfill of the day replaces it (the backfill job runs this check on its days,
   which then pass), and the nightly schedule backfills exactly the stale days. The staleness
   sensor runs it over the late-data horizon after micro-batches wrote. Its words tell three
-  cases apart: rows that differ (late data arrived), a day the micro-batches wrote nothing of
-  though the batch form joins rows (never computed), and a day with nothing on either side
-  (nothing to compare, passed).
+  cases apart: rows that differ (late data arrived), a day nothing was written for though the
+  batch form joins rows (never computed: a join added over existing data, or a table join's
+  temporal history before its first backfill), and a day with nothing on either side (nothing
+  to compare, passed).
 - `no_duplicate_output_rows`: every output row identity (for the stream-table join: the stream
   record) appears at most once (a micro-batch re-run after a crash must not write twice).
 - `quarantine_below_threshold`: quarantined input rows (bad landing rows, expired table
@@ -93,8 +94,7 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
         never = [day for day in stale if verdicts[day].before == 0]
         what = [*([f"stale event day(s) {', '.join(late)}: late data arrived after the "
                    f"micro-batches"] if late else []),
-                *([f"event day(s) {', '.join(never)} never computed by the micro-batches"]
-                  if never else [])]
+                *([f"event day(s) {', '.join(never)} never computed"] if never else [])]
         return AssetCheckResult(
             passed=False, severity=AssetCheckSeverity.WARN, metadata=summary,
             description=f"{'; '.join(what)}; backfill them (the nightly schedule does)")
@@ -161,13 +161,13 @@ def _day_result(day: str, d: DayDifference, stream_time: int) -> AssetCheckResul
         return AssetCheckResult(passed=True, metadata=metadata,
                                 description=f"{day}: {d.before} rows, identical")
     if d.before == 0:
-        # Nothing of the day was written, yet its records were joined by the batch form: the
-        # micro-batches never computed it (rows they could not join), not late data.
+        # Nothing of the day was written where the check compares (the output, or a table
+        # join's temporal history before its first backfill), yet the batch form joins rows:
+        # the day was never computed, which is not late data.
         return AssetCheckResult(
             passed=False, severity=AssetCheckSeverity.WARN, metadata=metadata,
-            description=f"{day}: never computed by the micro-batches: they wrote no row of this "
-                        f"day, the batch form joins {d.after}; backfill partition {day} to "
-                        f"compute it")
+            description=f"{day}: never computed: no row of this day was written yet, the batch "
+                        f"form joins {d.after}; backfill partition {day} to compute it")
     return AssetCheckResult(
         passed=False, severity=AssetCheckSeverity.WARN, metadata=metadata,
         description=f"{day}: a backfill would change {d.changed} row(s), add {d.added} and remove "

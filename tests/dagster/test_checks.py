@@ -113,22 +113,22 @@ def test_agreement_judges_every_day_of_the_run(monkeypatch, tmp_path, instance) 
 
 def test_agreement_says_never_computed_and_nothing_to_compare(monkeypatch, tmp_path,
                                                               instance) -> None:
-    """A day the micro-batches wrote nothing of is not "late data", and a day with nothing on
-    either side is not "0 rows, identical"."""
+    """A day nothing was written for is not "late data", and a day with nothing on either side
+    is not "0 rows, identical"."""
     per_day = {"2024-03-01": DayDifference(0, 5, 5, 0, 0), "2024-03-02": DayDifference(0, 0),
                "2024-03-03": DayDifference(4, 4)}
     verdicts = _agreement_run(monkeypatch, tmp_path, instance, per_day, {
         "dagster/asset_partition_range_start": "2024-03-01",
         "dagster/asset_partition_range_end": "2024-03-03"})
     by_day = {p: (passed, text) for p, passed, text in verdicts}
-    assert by_day["2024-03-01"] == (False, "2024-03-01: never computed by the micro-batches: they "
-                                           "wrote no row of this day, the batch form joins 5; "
-                                           "backfill partition 2024-03-01 to compute it")
+    assert by_day["2024-03-01"] == (False, "2024-03-01: never computed: no row of this day was "
+                                           "written yet, the batch form joins 5; backfill "
+                                           "partition 2024-03-01 to compute it")
     assert by_day["2024-03-02"] == (True, "2024-03-02: nothing to compare: no output row of this "
                                           "day, and no record of it the batch form joins")
     assert by_day["2024-03-03"] == (True, "2024-03-03: 4 rows, identical")
-    assert by_day[None] == (False, "event day(s) 2024-03-01 never computed by the micro-batches; "
-                                   "backfill them (the nightly schedule does)")
+    assert by_day[None] == (False, "event day(s) 2024-03-01 never computed; backfill them (the "
+                                   "nightly schedule does)")
 
 
 def test_agreement_of_one_partition(monkeypatch, tmp_path, instance) -> None:
