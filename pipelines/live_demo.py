@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         loaded_last = None
         try:
             while not stop["now"]:
+                stream_time = spec.engine(layout).stream_time()   # the batch log, read once a tick
                 waiting = sum(len(landing_status(layout, item).pending)
                               for item in spec.pipeline_inputs() if item.source is not None)
                 if waiting > args.max_behind:
@@ -138,10 +139,10 @@ def main(argv: list[str] | None = None) -> int:
                                rates_dir=Path(layout.landing(spec.table)))
                     print(f"wave {wave.index}: {len(wave.orders)} orders, {len(wave.rates)} rates "
                           f"landed (event time up to {_utc(generator.wave_start)}); "
-                          f"{_behind(spec.engine(layout).stream_time(), generator.wave_start)}",
+                          f"{_behind(stream_time, generator.wave_start)}",
                           flush=True)
                 # Partitions follow the data: reload the location when a new day has data.
-                days = data_days(layout, spec.engine(layout).stream_time())
+                days = data_days(layout, stream_time)
                 if days is not None and days[1] != loaded_last:
                     server.reload_location(LOCATION)
                     loaded_last = days[1]

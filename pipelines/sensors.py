@@ -78,8 +78,10 @@ def landing_sensor(pa: PipelineAssets, item: PipelineInput,
         folder = layout.landing(source)
         cursor = _load_cursor(context.cursor)
         pending = landing_status(layout, item).pending       # landed, not taken by an ingest
-        in_flight = [f for f in cursor.get("in_flight", []) if f in set(pending)]
-        new = [f for f in pending if f not in set(in_flight)]
+        waiting = set(pending)
+        in_flight = [f for f in cursor.get("in_flight", []) if f in waiting]
+        requested = set(in_flight)
+        new = [f for f in pending if f not in requested]
         if not new:
             return SkipReason(f"no new files in {folder}")
         running = context.instance.get_runs(RunsFilter(job_name=job.name, statuses=ACTIVE), limit=1)

@@ -62,15 +62,22 @@ def oldest_event_time(layout: PipelineLayout) -> int | None:
     """The smallest event time stored in an input whose records become output rows (events and
     changelogs; a versioned lookup table's history is not the join's days), from file
     statistics."""
-    oldest: int | None = None
+    return _input_time(layout, "min", skip_versioned=True)
+
+
+def _input_time(layout: PipelineLayout, bound: str, *, skip_versioned: bool = False) -> int | None:
+    """The min or max event time over the inputs' tables, from file statistics (no Spark)."""
+    found: list[int] = []
     for item in layout.spec.pipeline_inputs():
-        if item.kind == "versioned":
+        if skip_versioned and item.kind == "versioned":
             continue
         summary = lake.table_summary(layout.input_table(item.role), columns=[TS])
-        low = None if summary is None else summary.min.get(TS)
-        if isinstance(low, int) and (oldest is None or low < oldest):
-            oldest = low
-    return oldest
+        value = None if summary is None else getattr(summary, bound).get(TS)
+        if isinstance(value, int):
+            found.append(value)
+    if not found:
+        return None
+    return min(found) if bound == "min" else max(found)
 
 
 @dataclass(frozen=True)
@@ -103,13 +110,7 @@ class Progress:
 
 def newest_input_time(layout: PipelineLayout) -> int | None:
     """The largest event time stored in any input table (from file statistics)."""
-    newest: int | None = None
-    for item in layout.spec.pipeline_inputs():
-        summary = lake.table_summary(layout.input_table(item.role), columns=[TS])
-        high = None if summary is None else summary.max.get(TS)
-        if isinstance(high, int) and (newest is None or high > newest):
-            newest = high
-    return newest
+    return _input_time(layout, "max")
 
 
 def progress(layout: PipelineLayout, stream_time: int | None) -> Progress:

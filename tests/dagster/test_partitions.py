@@ -114,3 +114,18 @@ def test_most_recent_complete_day_is_past_grace(ts: int, grace: int | None) -> N
     # ... and it is the latest such day.
     nxt = day + dt.timedelta(days=1)
     assert not day_start_ms(nxt + dt.timedelta(days=1)) - 1 < bound
+
+
+def test_input_times_come_from_the_inputs_file_statistics(tmp_path) -> None:
+    """Newest over every input (the lag a user sees); oldest over the inputs whose records become
+    output rows (the first partition), not a versioned lookup table's older history."""
+    import pyarrow as pa
+
+    from joins import lake
+
+    layout = _layout(tmp_path)
+    assert observe.newest_input_time(layout) is None and observe.oldest_event_time(layout) is None
+    for role, times in (("stream", [5_000, 9_000]), ("table", [1_000, 12_000])):
+        lake.write_delta(pa.table({"ts": pa.array(times, pa.int64())}), layout.input_table(role))
+    assert observe.newest_input_time(layout) == 12_000
+    assert observe.oldest_event_time(layout) == 5_000
