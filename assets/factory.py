@@ -3,7 +3,9 @@
 For a spec named `orders_with_rates` with inputs `orders` and `rates`:
 
 - one asset per input (`rates`, `orders`): its Delta table, fed from its landing folder (one
-  ingest run per materialization; a versioned table or an events table, as the spec says);
+  ingest run per materialization; a versioned table or an events table, as the spec says),
+  and its landing folder (`assets.sources`). A source shared by many joins has these once, in
+  the `sources` group, built by the code location; the join's asset only depends on it;
 - `orders_with_rates`: the join output, partitioned by event day. A run of this asset over a
   partition range is a **backfill**: it recomputes those days and replaces them in one commit
   (`BackfillPolicy.single_run()`: one run for the whole range);
@@ -18,7 +20,6 @@ module only translates. Resources: `spark` (resources.SparkResource), `lake` (re
 """
 
 # No `from __future__ import annotations`: Dagster reads the ops' config annotations at runtime.
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -30,7 +31,6 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     BackfillPolicy,
-    Config,
     DailyPartitionsDefinition,
     JobDefinition,
     MaterializeResult,
@@ -39,41 +39,24 @@ from dagster import (
     job,
     op,
 )
-from pydantic import Field
 
 from assets.metadata import (
     backfill_day_metadata,
     backfill_metadata,
     batch_metadata,
     day_metadata,
-    ingest_metadata,
     settings_metadata,
     table_metadata,
 )
-from assets.observed import (
-    buffer_observation,
-    landing_key,
-    landing_observation,
-    observed_assets,
-    quarantine_observation,
-)
-from joins.pipeline import PipelineInput, PipelineLayout, PipelineSpec, parse_pipeline_spec
+from assets.observed import buffer_observation, observed_assets, quarantine_observation
+from assets.sources import KINDS, SourceAssets, build_source_assets
+from joins.pipeline import PipelineLayout, PipelineSpec, parse_pipeline_spec
 from pipelines.partitions import event_day_partitions
 from resources import LakeResource, SparkResource
 
 MODE_TAG = "tj/mode"
 MODE_MICROBATCH = "microbatch"
 MODE_BACKFILL = "backfill"
-KINDS = {"spark", "delta"}
-
-
-class IngestConfig(Config):
-    """Which landing files to ingest; empty = every landed file no batch has taken yet."""
-
-    files: list[str] = Field(default_factory=list,
-                             description="landing file names (the sensor passes the new ones)")
-    wait_s: float = Field(default=60.0, ge=0,
-                          description="how long to wait for a running ingest of the same source")
 
 
 @dataclass(frozen=True)
@@ -82,7 +65,7 @@ class PipelineAssets:
 
     spec: PipelineSpec
     partitions_def: DailyPartitionsDefinition
-    inputs: dict[str, AssetsDefinition]   # input role -> its ingest asset
+    sources: dict[str, SourceAssets]      # input role -> its inline source (not shared ones)
     join: AssetsDefinition | AssetSpec    # AssetSpec: no batch form, written by micro-batches only
     microbatch_job: JobDefinition
     observed: tuple[AssetsDefinition, ...] = ()   # landing folders, quarantine, grace buffer
@@ -93,10 +76,12 @@ class PipelineAssets:
 
     @property
     def assets(self) -> list[AssetsDefinition | AssetSpec]:
-        return [*self.inputs.values(), self.join, *self.observed]
+        return [*(s.table for s in self.sources.values()), self.join,
+                *(s.landing for s in self.sources.values()), *self.observed]
 
     def input_asset(self, role: str) -> AssetsDefinition:
-        return self.inputs[role]
+        """The ingest asset of an inline source (a shared source's is built once, apart)."""
+        return self.sources[role].table
 
     @property
     def microbatch_job_name(self) -> str:
@@ -109,56 +94,6 @@ def microbatch_job_name(spec: PipelineSpec) -> str:
 
 def layout_of(lake: LakeResource, spec: PipelineSpec) -> PipelineLayout:
     return lake.layout(spec)
-
-
-def _ingest_asset(spec: PipelineSpec, item: PipelineInput) -> AssetsDefinition:
-    source = item.source
-    assert source is not None
-    what = {"versioned": "versioned table", "events": "events table",
-            "changelog": "changelog table"}[item.kind]
-    description = (source.description or
-                   f"The {what} `{source.name}` (Delta), fed from its landing folder "
-                   f"({source.format} files, key {source.key_column!r}, event time {source.ts_column!r}).")
-
-    @asset(name=source.name, group_name=spec.name, kinds=KINDS, description=description,
-           output_required=False, deps=[landing_key(item)],
-           metadata={"source_kind": what, "format": source.format,
-                     "on_bad_record": source.on_bad_record})
-    def _ingest(context: AssetExecutionContext, config: IngestConfig, spark: SparkResource,
-                lake: LakeResource) -> Iterator[MaterializeResult | AssetObservation]:
-        from joins import lake as delta
-        from joins.ingest import run_ingest
-
-        layout = layout_of(lake, spec)
-        session = spark.session_for(context)
-        summaries = run_ingest(
-            session, layout.ingest_source(item), requested=config.files,
-            wait_s=config.wait_s,
-            on_wait=lambda holder: context.log.info(
-                f"waiting up to {config.wait_s:.0f} s for another ingest of {source.name}: "
-                f"{holder.describe(int(time.time() * 1000))}"),
-            on_takeover=lambda _holder, message: context.log.warning(message))
-        yield landing_observation(layout, item)
-        if not summaries:
-            # Nothing changed, so nothing is materialized (the join's sensor sees no new version).
-            context.log.info(f"no new files in {layout.landing(source)}")
-            return
-        for s in summaries:
-            context.log.info(
-                f"{source.name} batch {s.batch_id}: {s.rows_in} rows in = {s.stored} stored + "
-                f"{s.expired} expired + {s.quarantined} quarantined"
-                + (f" (files quarantined whole: {list(s.bad_files)})" if s.bad_files else "")
-                + (" (already committed)" if s.skipped else ""))
-        if any(s.quarantined for s in summaries):
-            yield quarantine_observation(session, layout)
-        table = layout.table(source)
-        yield MaterializeResult(metadata={
-            **ingest_metadata(summaries, table_path=table, quarantine_path=layout.quarantine(source),
-                              landing=layout.landing(source)),
-            **table_metadata(delta.table_summary(table),
-                             delta.table_schema(table) if delta.table_exists(table) else None)})
-
-    return _ingest
 
 
 def _join_asset(spec: PipelineSpec,
@@ -263,15 +198,18 @@ def _microbatch_job(spec: PipelineSpec) -> JobDefinition:
 
 
 def build_pipeline_assets(spec: PipelineSpec | dict,  # type: ignore[type-arg]
-                          partitions_def: DailyPartitionsDefinition | None = None) -> PipelineAssets:
+                          partitions_def: DailyPartitionsDefinition | None = None, *,
+                          shared: frozenset[str] = frozenset()) -> PipelineAssets:
     """The assets and the micro-batch job of one pipeline spec (ConfigError for a bad spec).
     `partitions_def`: the join's event days (default: the spec's `start_date` alone; the code
-    location passes the days the lake has data for, `pipelines.partitions.fitted_partitions`)."""
+    location passes the days the lake has data for, `pipelines.partitions.fitted_partitions`).
+    `shared`: the sources defined apart (`joins.pipeline.shared`): no asset of them here."""
     spec = parse_pipeline_spec(spec)
     partitions_def = partitions_def or event_day_partitions(spec.start_date)
     join = _join_asset(spec, partitions_def)
     return PipelineAssets(
         spec=spec, partitions_def=partitions_def,
-        inputs={i.role: _ingest_asset(spec, i) for i in spec.pipeline_inputs() if i.source is not None},
+        sources={i.role: build_source_assets(i, group=spec.name, readers=(spec,))
+                 for i in spec.pipeline_inputs() if i.source is not None and i.name not in shared},
         join=join, microbatch_job=_microbatch_job(spec),
         observed=tuple(observed_assets(spec, join.key)))

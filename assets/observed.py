@@ -31,6 +31,7 @@ from dagster import (
 from assets.metadata import ROW_COUNT, event_time, seconds
 from joins.pipeline import PipelineInput, PipelineLayout, PipelineSpec
 from joins.pipeline.observe import LandingStatus, Progress, landing_status, progress
+from joins.pipeline.spec import SourceLayout
 
 PREVIEW_ROWS = 5
 
@@ -48,7 +49,7 @@ def buffer_key(spec: PipelineSpec) -> AssetKey:
     return AssetKey([f"{spec.name}_grace_buffer"])
 
 
-def landing_observation(layout: PipelineLayout, item: PipelineInput) -> AssetObservation:
+def landing_observation(layout: SourceLayout, item: PipelineInput) -> AssetObservation:
     status = landing_status(layout, item)
     return AssetObservation(asset_key=landing_key(item), metadata=landing_metadata(status),
                             tags=_version_tags(landing_version(status)))
@@ -136,11 +137,9 @@ def quarantine_observation(spark: Any, layout: PipelineLayout) -> AssetObservati
 
 
 def observed_assets(spec: PipelineSpec, join_key: AssetKey) -> list[AssetsDefinition]:
-    """The observable assets of one pipeline (see the module docstring)."""
+    """The observable assets of one pipeline (see the module docstring; its sources' landing
+    folders are the sources' own: `assets.sources`)."""
     out: list[AssetsDefinition] = []
-    for item in spec.pipeline_inputs():
-        if item.source is not None:   # an upstream pipeline's output has no landing folder
-            out.append(_landing_asset(spec, item))
     inputs = [AssetKey([i.name]) for i in spec.pipeline_inputs()]
 
     @multi_observable_source_asset(
@@ -175,20 +174,3 @@ def observed_assets(spec: PipelineSpec, join_key: AssetKey) -> list[AssetsDefini
 
         out.append(_buffer)
     return out
-
-
-def _landing_asset(spec: PipelineSpec, item: PipelineInput) -> AssetsDefinition:
-    key = landing_key(item)
-
-    @multi_observable_source_asset(
-        name=f"{item.source.name}_observe_landing", group_name=spec.name,
-        required_resource_keys={"lake"},
-        specs=[AssetSpec(key, kinds={"files"},
-                         description=f"The landing folder of `{item.source.name}` "
-                                     f"({item.source.format} files).")])
-    def _landing(context: OpExecutionContext) -> Iterator[ObserveResult]:
-        status = landing_status(context.resources.lake.layout(spec), item)
-        yield ObserveResult(asset_key=key, metadata=landing_metadata(status),
-                            data_version=landing_version(status))
-
-    return _landing

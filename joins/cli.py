@@ -57,10 +57,12 @@ def check_specs(args: argparse.Namespace) -> int:
         print(f"error: no spec files (*.yaml, *.yml) in {args.folder}", file=sys.stderr)
         return EXIT_INVALID
     loaded = load_spec_folder(args.folder)
-    good = {path: name for name, path in loaded.files.items()}
+    good = {path: f"pipeline {name!r}" for name, path in loaded.files.items()}
+    good |= {use.source.file: f"source {name!r}, {use.storage.describe()} read by "
+                              f"{', '.join(use.readers)}" for name, use in loaded.sources.items()}
     for path in map(str, files):
         if path in good:
-            print(f"ok     {path}: pipeline {good[path]!r}")
+            print(f"ok     {path}: {good[path]}")
     for error in loaded.errors:
         print(f"error  {error}", file=sys.stderr)
     print(f"{len(files)} spec file(s): {len(good)} ok, {len(loaded.errors)} with errors",

@@ -26,15 +26,15 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
+def models_in(annotation: Any) -> list[type[BaseModel]]:
     """The pydantic models an annotation can hold (through Optional, unions, lists, dicts)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     if typing.get_origin(annotation) is typing.Annotated:
-        return _models_in(typing.get_args(annotation)[0])
+        return models_in(typing.get_args(annotation)[0])
     found: list[type[BaseModel]] = []
     for arg in typing.get_args(annotation):
-        found.extend(_models_in(arg))
+        found.extend(models_in(arg))
     return found
 
 
@@ -49,7 +49,7 @@ def known_keys(cls: type[BaseModel], path: Sequence[Any]) -> list[str]:
         for model in models:
             field = model.model_fields.get(str(step))
             if field is not None:
-                nxt.extend(_models_in(field.annotation))
+                nxt.extend(models_in(field.annotation))
         models = nxt
     keys: list[str] = []
     for model in models:

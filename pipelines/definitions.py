@@ -5,9 +5,9 @@ becomes its own `Definitions` (`definitions_for`: input assets, the join asset p
 event day, the micro-batch job and sensor, the landing sensors, the nightly backfill schedule,
 the asset checks), merged with `Definitions.merge`. Specs come from YAML files in a folder
 (`TJ_SPECS_DIR`, default `pipelines/specs/`, which holds the demo's `orders_with_rates.yaml`):
-a user adds a join without writing Python. A bad file is reported by path and setting (in the
-log and by the `spec_errors` sensor, whose every tick shows the errors in the UI) and left out;
-the other pipelines still load.
+a user adds a join without writing Python. A bad file is reported by path, line and setting (in the
+log, and in the UI as a red asset of the `spec_errors` group: `pipelines.spec_errors`) and left
+out; the other pipelines still load.
 
 The lake lives under `TJ_LAKE_ROOT` (default `./var/lake`); Spark follows `TJ_SPARK_MASTER` /
 `TJ_SPARK_REMOTE`.
@@ -21,25 +21,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from dagster import (
     AssetSelection,
     Definitions,
     SensorDefinition,
-    SensorEvaluationContext,
-    SkipReason,
     define_asset_job,
     in_process_executor,
-    sensor,
 )
 
 from assets.factory import MODE_BACKFILL, MODE_TAG, build_pipeline_assets
-from joins.pipeline import PipelineSpec, SpecFileError, load_spec_folder, parse_pipeline_spec
+from assets.sources import SOURCES_GROUP, SourceAssets, build_source_assets
+from joins.pipeline import PipelineSpec, load_spec_folder, parse_pipeline_spec
+from joins.pipeline.files import SourceUse, resolved_spec
 from joins.spark import SparkSettings
 from pipelines.checks import build_join_checks
 from pipelines.partitions import fitted_partitions
 from pipelines.schedules import nightly_backfill_schedule
 from pipelines.sensors import landing_sensor, microbatch_sensor
+from pipelines.spec_errors import spec_error_definitions
 from pipelines.staleness import staleness_sensor
 from resources import LakeResource, SparkResource
 
@@ -48,14 +47,15 @@ log = logging.getLogger(__name__)
 DEFAULT_LAKE_ROOT = "./var/lake"
 SPECS_DIR = Path(__file__).resolve().parent / "specs"
 DEMO_SPEC_FILE = SPECS_DIR / "orders_with_rates.yaml"
-# The demo's spec as plain settings (what a YAML file holds).
-DEMO_SPEC: dict[str, Any] = yaml.safe_load(DEMO_SPEC_FILE.read_text())
+# The demo's specs as self-contained settings (the shared sources they name written inline):
+# what Python callers and tests build one pipeline from.
+DEMO_SPEC: dict[str, Any] = resolved_spec(DEMO_SPEC_FILE)
 # The demo's interval join: orders with the deliveries made within three hours.
-DELIVERIES_SPEC: dict[str, Any] = yaml.safe_load((SPECS_DIR / "orders_with_deliveries.yaml").read_text())
+DELIVERIES_SPEC: dict[str, Any] = resolved_spec(SPECS_DIR / "orders_with_deliveries.yaml")
 # The demo's table joins: customers with accounts, the count per country, orders with customer.
-ACCOUNTS_SPEC: dict[str, Any] = yaml.safe_load((SPECS_DIR / "customer_accounts.yaml").read_text())
-COUNT_SPEC: dict[str, Any] = yaml.safe_load((SPECS_DIR / "accounts_per_country.yaml").read_text())
-FK_SPEC: dict[str, Any] = yaml.safe_load((SPECS_DIR / "orders_with_customer.yaml").read_text())
+ACCOUNTS_SPEC: dict[str, Any] = resolved_spec(SPECS_DIR / "customer_accounts.yaml")
+COUNT_SPEC: dict[str, Any] = resolved_spec(SPECS_DIR / "accounts_per_country.yaml")
+FK_SPEC: dict[str, Any] = resolved_spec(SPECS_DIR / "orders_with_customer.yaml")
 
 
 def lake_root_from_env() -> str:
@@ -85,14 +85,30 @@ def checks_job_name(spec: PipelineSpec) -> str:
     return f"{spec.name}_checks"
 
 
-def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None = None) -> Definitions:
+def source_jobs(sa: SourceAssets, *, interval_s: int) -> tuple[Any, SensorDefinition]:
+    """A source's ingest job and the landing sensor that runs it."""
+    ingest = define_asset_job(ingest_job_name(sa.name), selection=AssetSelection.assets(sa.table),
+                              description=f"Ingests new landing files of {sa.name}.")
+    return ingest, landing_sensor(sa, ingest, interval_s=interval_s)
+
+
+def shared_source_definitions(use: SourceUse, readers: Sequence[PipelineSpec]) -> Definitions:
+    """A source read by many joins: its table and landing assets, ingest job and sensor, once."""
+    sa = build_source_assets(use.input(), group=SOURCES_GROUP, readers=tuple(readers))
+    job, sensor_def = source_jobs(sa, interval_s=min(r.sensor_interval_s for r in readers))
+    return Definitions(assets=[sa.table, sa.landing], jobs=[job], sensors=[sensor_def])
+
+
+def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None = None,
+                    shared: frozenset[str] = frozenset()) -> Definitions:
     """One pipeline's assets, checks, jobs, sensors and schedule (no resources). With
-    `lake_root`, the join's event-day partitions are the days the lake has data for."""
+    `lake_root`, the join's event-day partitions are the days the lake has data for.
+    `shared`: the sources it reads that are defined apart (`shared_source_definitions`)."""
     spec = parse_pipeline_spec(raw)
     partitions = None
     if lake_root is not None:
         partitions = fitted_partitions(LakeResource(root=lake_root).layout(spec))
-    pa = build_pipeline_assets(spec, partitions)
+    pa = build_pipeline_assets(spec, partitions, shared=shared)
     backfill = define_asset_job(
         backfill_job_name(spec), selection=AssetSelection.assets(pa.join_key),
         tags={MODE_TAG: MODE_BACKFILL},
@@ -104,14 +120,10 @@ def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None
     if spec.has_batch_form:
         jobs.insert(0, backfill)
     sensors = []
-    for item in spec.pipeline_inputs():
-        if item.source is None:
-            continue  # another pipeline's output: its own pipeline produces it
-        ingest = define_asset_job(ingest_job_name(item.source.name),
-                                  selection=AssetSelection.assets(pa.input_asset(item.role)),
-                                  description=f"Ingests new landing files of {item.source.name}.")
+    for sa in pa.sources.values():
+        ingest, landing = source_jobs(sa, interval_s=spec.sensor_interval_s)
         jobs.append(ingest)
-        sensors.append(landing_sensor(pa, item, ingest))
+        sensors.append(landing)
     sensors.append(microbatch_sensor(pa))
     schedules = []
     if spec.has_batch_form:
@@ -121,19 +133,6 @@ def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None
         schedules.append(nightly_backfill_schedule(pa, backfill))
     return Definitions(assets=pa.assets, asset_checks=build_join_checks(pa), jobs=jobs,
                        sensors=sensors, schedules=schedules)
-
-
-def spec_errors_sensor(errors: Sequence[SpecFileError]) -> SensorDefinition:
-    """A sensor that only reports: every tick shows the spec files that did not load."""
-    text = "\n".join(f"- {e}" for e in errors)
-
-    @sensor(name="spec_errors", minimum_interval_seconds=3600,
-            description=f"Pipeline spec files that did not load:\n{text}")
-    def _errors(context: SensorEvaluationContext) -> SkipReason:
-        return SkipReason(f"{len(errors)} spec file(s) did not load: " +
-                          "; ".join(str(e) for e in errors))
-
-    return _errors
 
 
 def build_definitions(specs: Sequence[PipelineSpec | dict[str, Any]] = (), *, lake_root: str,
@@ -148,9 +147,15 @@ def build_definitions(specs: Sequence[PipelineSpec | dict[str, Any]] = (), *, la
         loaded = load_spec_folder(spec_dir, taken=taken)
         for error in loaded.errors:
             log.error("pipeline spec not loaded: %s", error)
-        parts += [definitions_for(spec, lake_root=lake_root) for spec in loaded.specs]
+        shared = frozenset(loaded.sources)
+        parts += [definitions_for(spec, lake_root=lake_root, shared=shared) for spec in loaded.specs]
+        by_name = {spec.name: spec for spec in loaded.specs}
+        parts += [shared_source_definitions(use, [by_name[r] for r in use.readers])
+                  for use in loaded.sources.values()]
         if loaded.errors:
-            parts.append(Definitions(sensors=[spec_errors_sensor(loaded.errors)]))
+            taken = {k.path[-1] for part in parts for a in part.assets or ()
+                     for k in getattr(a, "keys", [getattr(a, "key", None)]) if k is not None}
+            parts.append(spec_error_definitions(loaded.errors, taken))
     resources = {"spark": spark or spark_resource_from_env(), "lake": LakeResource(root=lake_root)}
     # Every step of a run in one process: they share its one SparkSession (a JVM start costs
     # seconds; the default multiprocess executor would start one per step).

@@ -1,9 +1,10 @@
 """The demo's interval join (seed 003): orders ⋈ deliveries within three hours, by order id.
 
-Per wave: the deliveries file lands, the landing sensors ingest it (and the same orders file into
-`order_events`), the micro-batch sensor runs the join. Each batch's metadata carries the rows
-buffered per side, the watermarks per column, the late rows and the outer rows emitted, as
-numbers (Dagster plots them over the materializations: the buffer size per batch)."""
+Per wave: the deliveries file lands, the landing sensor ingests it (the orders are the source the
+rates join reads too, ingested once), the micro-batch sensor runs the join. Each batch's
+metadata carries the rows buffered per side, the watermarks per column, the late rows and the
+outer rows emitted, as numbers (Dagster plots them over the materializations: the buffer size
+per batch)."""
 
 from __future__ import annotations
 

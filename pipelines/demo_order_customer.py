@@ -1,6 +1,6 @@
 """The demo's foreign-key join (seed 004, KIP-213): orders enriched with their customer
-(`orders_with_customer`), driven wave by wave next to the accounts pipeline, whose customer
-files it reads too (as `customer_profiles`).
+(`orders_with_customer`), driven wave by wave next to the accounts pipeline, whose `customers`
+source (one changelog table) it reads too.
 
 Per wave: the order updates land, the landing sensors ingest them and the customer files,
 the micro-batch sensor runs the join. Each batch reports KIP-213's traffic: live

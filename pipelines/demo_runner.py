@@ -99,17 +99,10 @@ class Demo:
     def reload(self) -> None:
         """Build the definitions again: the joins' partitions fit the data landed so far (what
         reloading the code location does in the UI)."""
-        from pipelines.definitions import (
-            ACCOUNTS_SPEC,
-            COUNT_SPEC,
-            DELIVERIES_SPEC,
-            DEMO_SPEC,
-            FK_SPEC,
-            build_definitions,
-        )
+        from pipelines.definitions import SPECS_DIR, build_definitions
 
-        self.defs = build_definitions([DEMO_SPEC, DELIVERIES_SPEC, ACCOUNTS_SPEC, COUNT_SPEC, FK_SPEC],
-                                      lake_root=str(self.root))
+        # The demo's spec folder, as the code location loads it (its sources shared by joins).
+        self.defs = build_definitions(lake_root=str(self.root), spec_dir=SPECS_DIR)
 
     def forget_lake(self) -> None:
         """The lake was wiped: so is what the instance knew of it (asset history, check

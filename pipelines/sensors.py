@@ -35,8 +35,8 @@ from dagster import (
 
 from assets.factory import MODE_MICROBATCH, MODE_TAG, PipelineAssets, layout_of
 from assets.observed import landing_observation
+from assets.sources import SourceAssets
 from joins import lake as delta
-from joins.pipeline import PipelineInput
 from resources import LakeResource
 
 if TYPE_CHECKING:
@@ -61,20 +61,19 @@ def landing_run_key(source: str, files: list[str]) -> str:
     return f"{source}:{len(files)}-files:{digest}"
 
 
-def landing_sensor(pa: PipelineAssets, item: PipelineInput,
-                   job: "UnresolvedAssetJobDefinition") -> SensorDefinition:
-    spec, source = pa.spec, item.source
+def landing_sensor(sa: SourceAssets, job: "UnresolvedAssetJobDefinition", *,
+                   interval_s: int) -> SensorDefinition:
+    item, source = sa.item, sa.item.source
     assert source is not None
-    op_name = pa.input_asset(item.role).op.name
+    op_name = sa.table.op.name
 
-    @sensor(name=f"{source.name}_landing_sensor", job=job,
-            minimum_interval_seconds=spec.sensor_interval_s,
+    @sensor(name=f"{source.name}_landing_sensor", job=job, minimum_interval_seconds=interval_s,
             description=f"Ingests new files of the `{source.name}` landing folder.")
     def _landing(context: SensorEvaluationContext, lake: LakeResource) -> SensorResult | SkipReason:
         from joins.ingest import ingest_in_progress
         from joins.pipeline.observe import landing_status
 
-        layout = layout_of(lake, spec)
+        layout = lake.sources()
         folder = layout.landing(source)
         cursor = _load_cursor(context.cursor)
         pending = landing_status(layout, item).pending       # landed, not taken by an ingest

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from joins.pipeline import PipelineLayout, PipelineSpec
+    from joins.pipeline.spec import SourceLayout
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -51,6 +52,12 @@ class LakeResource(ConfigurableResource):
         from joins.pipeline import PipelineLayout
 
         return PipelineLayout(self.root_path(), spec)
+
+    def sources(self) -> SourceLayout:
+        """Where sources' folders and tables live under this root (shared by every pipeline)."""
+        from joins.pipeline.spec import SourceLayout
+
+        return SourceLayout(self.root_path())
 
     def table_path(self, name: str) -> str:
         """Path of table `name`: '/'-separated segments of letters, digits, '_', '.', '-'

@@ -1,30 +1,68 @@
 """Pipeline specs as YAML files in a folder: a user adds a join without writing Python.
 
-Every `*.yaml` / `*.yml` file holds one spec (a mapping with an `operator`). A file that cannot
-be read, is not valid YAML or holds an invalid spec is reported by path (and line, or the
+Every `*.yaml` / `*.yml` file holds one spec: a pipeline (a mapping with an `operator`) or a
+source that pipelines share (`kind: source`, `joins.pipeline.shared`). A file that cannot be
+read, is not valid YAML or holds an invalid spec is reported by path (and line, or the
 setting's key) and left out; the other files still load.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from joins.errors import JoinsError
-from joins.pipeline.registry import parse_pipeline_spec
-from joins.pipeline.spec import PipelineSpec
+from joins.pipeline.registry import parse_pipeline_spec, spec_classes
+from joins.pipeline.shared import (
+    SharedSource,
+    Storage,
+    check_storage,
+    is_source_file,
+    parse_source,
+    resolve_references,
+    storage_of,
+)
+from joins.pipeline.spec import PipelineInput, PipelineSpec
 
 
 @dataclass(frozen=True)
 class SpecFileError:
     path: str
     message: str
+    name: str | None = None      # the `name` the file gives, when it gives one
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
+
+    @property
+    def line(self) -> int | None:
+        """The first line of the file the message names."""
+        found = re.search(r"\bline (\d+)", self.message)
+        return int(found.group(1)) if found else None
+
+
+def _named(raw: dict[str, Any]) -> str | None:
+    name = raw.get("name")
+    return name if isinstance(name, str) and name else None
+
+
+@dataclass(frozen=True)
+class SourceUse:
+    """A shared source as the folder uses it: how it is stored, and the joins that read it."""
+
+    source: SharedSource
+    storage: Storage
+    readers: tuple[str, ...]
+
+    def input(self) -> PipelineInput:
+        """The source as the ingest sees it (its own key, stored as its readers need)."""
+        return PipelineInput("source", self.source.spec, self.storage.kind,
+                             self.storage.history_retention_ms)
 
 
 @dataclass(frozen=True)
@@ -32,6 +70,7 @@ class LoadedSpecs:
     specs: tuple[PipelineSpec, ...] = ()
     errors: tuple[SpecFileError, ...] = ()
     files: dict[str, str] = field(default_factory=dict)  # spec name -> its file
+    sources: dict[str, SourceUse] = field(default_factory=dict)  # shared sources, by name
 
 
 def spec_files(folder: str | Path) -> list[Path]:
@@ -41,8 +80,8 @@ def spec_files(folder: str | Path) -> list[Path]:
     return sorted(p for p in base.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
 
 
-def load_spec_file(path: str | Path) -> PipelineSpec:
-    """One spec file; JoinsError (with the problem, not the path) when it is not usable."""
+def read_spec_yaml(path: str | Path) -> tuple[dict[str, Any], str]:
+    """A spec file's mapping and its text; JoinsError (the problem, not the path) otherwise."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -56,10 +95,32 @@ def load_spec_file(path: str | Path) -> PipelineSpec:
         problem = getattr(exc, "problem", None) or str(exc)
         raise JoinsError(f"{where}not valid YAML ({problem})") from None
     if not isinstance(raw, dict):
-        raise JoinsError(f"a spec file holds one mapping of settings (operator, name, ...), got "
+        raise JoinsError(f"a spec file holds one mapping of settings (a pipeline: operator, "
+                         f"name, ...; or a source: kind: source, name, ...), got "
                          f"{type(raw).__name__}")
+    return raw, text
+
+
+def load_spec_file(path: str | Path,
+                   sources: Mapping[str, SharedSource] | None = None) -> PipelineSpec:
+    """One pipeline spec file (naming only the `sources` given); JoinsError (the problem, not
+    the path) when it is not usable."""
+    raw, text = read_spec_yaml(path)
+    if is_source_file(raw):
+        raise JoinsError("a source file (kind: source), not a pipeline: load the folder")
+    return parse_spec_text(raw, text, sources or {})[0]
+
+
+def parse_spec_text(raw: dict[str, Any], text: str,
+                    sources: Mapping[str, SharedSource]) -> tuple[PipelineSpec, set[str]]:
+    """A pipeline spec with its source references resolved, and the shared sources it reads;
+    JoinsError with the line of every setting it names."""
     try:
-        return parse_pipeline_spec(raw)
+        used: set[str] = set()
+        cls = spec_classes().get(raw.get("operator"))  # type: ignore[arg-type]
+        if cls is not None:
+            raw, used = resolve_references(raw, cls, sources)
+        return parse_pipeline_spec(raw), used
     except JoinsError as exc:
         raise JoinsError(with_lines(str(exc), text)) from None
 
@@ -101,25 +162,89 @@ def _line_of(node: yaml.Node, path: list[str]) -> int | None:
 
 
 def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> LoadedSpecs:
-    """Every spec file of `folder`; `taken` are pipeline names defined elsewhere (a duplicate
-    name would make two assets of one key)."""
-    specs: list[PipelineSpec] = []
+    """Every spec file of `folder`: sources (`kind: source`) first, then the pipelines, which
+    may name them. `taken` are names defined elsewhere (a duplicate name would make two assets
+    of one key)."""
     errors: list[SpecFileError] = []
-    files: dict[str, str] = {}
-    names = set(taken or ())
+    read: list[tuple[Path, dict[str, Any], str]] = []
     for path in spec_files(folder):
         try:
-            spec = load_spec_file(path)
+            read.append((path, *read_spec_yaml(path)))
         except JoinsError as exc:
             errors.append(SpecFileError(str(path), str(exc)))
+    names = set(taken or ())
+    shared: dict[str, SharedSource] = {}
+    for path, raw, text in read:
+        if not is_source_file(raw):
             continue
-        used = {spec.name, *(i.source.name for i in spec.pipeline_inputs() if i.source is not None)}
-        clash = sorted(used & names)
-        if clash:
-            errors.append(SpecFileError(str(path), f"config.name: {clash} already defined by another "
-                                                   f"spec; pipeline and source names must be unique"))
+        try:
+            source = parse_source(raw, file=str(path))
+        except JoinsError as exc:
+            errors.append(SpecFileError(str(path), with_lines(str(exc), text), _named(raw)))
             continue
-        names |= used
+        if source.name in names:
+            errors.append(SpecFileError(str(path), with_lines(
+                f"config.name: {source.name!r} is already defined by another spec; pipeline and "
+                f"source names must be unique", text), _named(raw)))
+            continue
+        names.add(source.name)
+        shared[source.name] = source
+    specs: list[PipelineSpec] = []
+    files: dict[str, str] = {}
+    storage: dict[str, Storage] = {}
+    readers: dict[str, list[str]] = {name: [] for name in shared}
+    for path, raw, text in read:
+        if is_source_file(raw):
+            continue
+        try:
+            spec, used = parse_spec_text(raw, text, shared)
+            own = {spec.name, *(i.source.name for i in spec.pipeline_inputs()
+                                if i.source is not None and i.source.name not in used)}
+            clash = sorted(own & names)
+            if clash:
+                raise JoinsError(with_lines(f"config.name: {clash} already defined by another spec; "
+                                            f"pipeline and source names must be unique", text))
+            needs = {i.name: storage_of(i, spec.name) for i in spec.pipeline_inputs()
+                     if i.source is not None and i.name in used}
+            for name, want in needs.items():
+                check_storage(shared[name], want, storage.get(name))
+        except JoinsError as exc:
+            errors.append(SpecFileError(str(path), str(exc), _named(raw)))
+            continue
+        names |= own
+        for name, want in needs.items():
+            storage.setdefault(name, want)
+            readers[name].append(spec.name)
         specs.append(spec)
         files[spec.name] = str(path)
-    return LoadedSpecs(tuple(specs), tuple(errors), files)
+    sources: dict[str, SourceUse] = {}
+    for name, source in shared.items():
+        if name not in storage:
+            errors.append(SpecFileError(source.file, f"source {name!r} is read by no pipeline, so it "
+                                                     f"is not ingested (a source is stored as the "
+                                                     f"joins that read it need)", name))
+            continue
+        sources[name] = SourceUse(source, storage[name], tuple(readers[name]))
+    return LoadedSpecs(tuple(specs), tuple(errors), files, sources)
+
+
+def resolved_spec(path: str | Path) -> dict[str, Any]:
+    """A pipeline spec file's settings with the sources it names (defined in files beside it)
+    written inline: the spec as one self-contained mapping (for Python callers and tests)."""
+    raw, text = read_spec_yaml(path)
+    shared: dict[str, SharedSource] = {}
+    for other in spec_files(Path(path).parent):
+        try:
+            candidate = read_spec_yaml(other)[0]
+        except JoinsError:
+            continue   # the folder's load reports it
+        if is_source_file(candidate):
+            source = parse_source(candidate, file=str(other))
+            shared[source.name] = source
+    cls = spec_classes().get(raw.get("operator"))  # type: ignore[arg-type]
+    if cls is None:
+        return raw
+    try:
+        return resolve_references(raw, cls, shared)[0]
+    except JoinsError as exc:
+        raise JoinsError(with_lines(str(exc), text)) from None

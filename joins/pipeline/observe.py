@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from joins import lake
 
 if TYPE_CHECKING:
-    from joins.pipeline.spec import PipelineInput, PipelineLayout
+    from joins.pipeline.spec import PipelineInput, PipelineLayout, SourceLayout
 
 EVENT_DATE = "event_date"
 TS = "ts"
@@ -140,7 +140,7 @@ class LandingStatus:
     newest_file: str | None
 
 
-def landing_status(layout: PipelineLayout, item: PipelineInput) -> LandingStatus:
+def landing_status(layout: SourceLayout, item: PipelineInput) -> LandingStatus:
     from joins.ingest import list_landing
 
     folder = layout.landing(item.source)

@@ -155,11 +155,11 @@ class PipelineSpec(Spec):
 
 
 @dataclass(frozen=True)
-class PipelineLayout:
-    """Absolute paths (or URIs) of every folder and Delta table of one pipeline spec."""
+class SourceLayout:
+    """Absolute paths (or URIs) of a source's folders and Delta tables under the lake root:
+    a source's place does not depend on the pipelines that read it (shared sources)."""
 
     root: str
-    spec: PipelineSpec
 
     def _under(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
@@ -183,15 +183,8 @@ class PipelineLayout:
     def lease(self, source: SourceSpec) -> str:
         return self._under("leases", source.name)
 
-    def input_table(self, role: str) -> str:
-        item = self.spec.input(role)
-        if item.source is None:
-            assert item.upstream is not None
-            return self._under("joins", item.upstream, "output")
-        return self.table(item.source)
-
     def ingest_source(self, item: PipelineInput) -> IngestSource:
-        """The ingest engine's view of one of the spec's inputs."""
+        """The ingest engine's view of one input (a source and how it is stored)."""
         from joins.ingest import IngestSource
 
         source = item.source
@@ -203,6 +196,20 @@ class PipelineLayout:
             quarantine=self.quarantine(source), manifest=self.manifest(source),
             lease=self.lease(source),
             history_retention_ms=item.history_retention_ms if versioned else None)
+
+
+@dataclass(frozen=True)
+class PipelineLayout(SourceLayout):
+    """Absolute paths (or URIs) of every folder and Delta table of one pipeline spec."""
+
+    spec: PipelineSpec
+
+    def input_table(self, role: str) -> str:
+        item = self.spec.input(role)
+        if item.source is None:
+            assert item.upstream is not None
+            return self._under("joins", item.upstream, "output")
+        return self.table(item.source)
 
     @property
     def join(self) -> JoinRoot:

@@ -20,8 +20,8 @@ def test_defs_validate() -> None:
             "orders_with_rates_microbatch", "customers_ingest", "accounts_ingest",
             "customer_accounts_backfill", "customer_accounts_checks", "customer_accounts_microbatch",
             "accounts_per_country_checks", "accounts_per_country_microbatch",
-            "order_events_ingest", "deliveries_ingest", "orders_with_deliveries_microbatch",
-            "order_updates_ingest", "customer_profiles_ingest", "orders_with_customer_backfill",
+            "deliveries_ingest", "orders_with_deliveries_microbatch",
+            "order_updates_ingest", "orders_with_customer_backfill",
             "orders_with_customer_checks", "orders_with_customer_microbatch"} <= set(repo.job_names)
     # The count has no batch form: no backfill job, no nightly schedule, no agreement check.
     assert "accounts_per_country_backfill" not in repo.job_names
@@ -30,9 +30,9 @@ def test_defs_validate() -> None:
         "orders_with_rates_staleness_sensor",
         "customers_landing_sensor", "accounts_landing_sensor", "customer_accounts_microbatch_sensor",
         "customer_accounts_staleness_sensor", "accounts_per_country_microbatch_sensor",
-        "order_events_landing_sensor", "deliveries_landing_sensor",
+        "deliveries_landing_sensor",
         "orders_with_deliveries_microbatch_sensor", "orders_with_deliveries_staleness_sensor",
-        "order_updates_landing_sensor", "customer_profiles_landing_sensor",
+        "order_updates_landing_sensor",
         "orders_with_customer_microbatch_sensor", "orders_with_customer_staleness_sensor"}
     assert sorted(s.name for s in repo.schedule_defs) == [
         "customer_accounts_nightly_backfill", "orders_with_customer_nightly_backfill",
@@ -41,12 +41,19 @@ def test_defs_validate() -> None:
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     joins = {"orders_with_rates", "customer_accounts", "accounts_per_country", "orders_with_deliveries",
              "orders_with_customer"}
-    sources = {"orders", "rates", "customers", "accounts", "order_events", "deliveries",
-               "order_updates", "customer_profiles"}
+    sources = {"orders", "rates", "customers", "accounts", "deliveries", "order_updates"}
     assert keys == {*joins, *sources, *(f"{s}_landing" for s in sources),
                     *(f"{j}_quarantine" for j in joins), "orders_with_rates_grace_buffer"}
     # The landing folders feed the tables; quarantine and buffer are observed, not materialized.
     assert graph.get(dg.AssetKey("orders")).parent_keys == {dg.AssetKey("orders_landing")}
+    # One source feeds many joins: the lineage shows `orders` and `customers` once, with two
+    # joins each downstream, in the `sources` group.
+    assert graph.get(dg.AssetKey("orders")).child_keys >= {
+        dg.AssetKey("orders_with_rates"), dg.AssetKey("orders_with_deliveries")}
+    assert graph.get(dg.AssetKey("customers")).child_keys >= {
+        dg.AssetKey("customer_accounts"), dg.AssetKey("orders_with_customer")}
+    assert graph.get(dg.AssetKey("orders")).group_name == "sources"
+    assert graph.get(dg.AssetKey("rates")).group_name == "orders_with_rates"
     assert graph.get(dg.AssetKey("orders_with_rates_quarantine")).is_observable
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     standard = {"backfill_agrees_with_stream", "no_duplicate_output_rows", "quarantine_below_threshold"}
@@ -122,6 +129,26 @@ def test_definitions_from_a_folder_of_yaml_specs(tmp_path) -> None:
     with dg.build_sensor_context() as context:
         tick = sensor.evaluate_tick(context)
     assert "2 spec file(s) did not load" in (tick.skip_message or "")
+    # Where a user looks: each broken file is an asset of the spec_errors group, named as the
+    # pipeline it meant to define, whose description says file and line, and whose check the
+    # sensor (on by default) records as failed on every tick: red in the catalog.
+    graph = defs.resolve_asset_graph()
+    broken = graph.get(dg.AssetKey("broken"))
+    assert broken.group_name == "spec_errors"
+    assert re.search(r"c_bad\.yaml` did not load\*\* \(line \d+\)", broken.description or "")
+    assert graph.get(dg.AssetKey("spec_error_d_syntax")).group_name == "spec_errors"
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert {(e.asset_key.to_user_string(), e.check_name, e.passed) for e in tick.asset_events} == {
+        ("broken", "spec_loads", False), ("spec_error_d_syntax", "spec_loads", False)}
+    # Running the check reads the file again: it passes once the file is fixed.
+    job = dg.Definitions.merge(defs, dg.Definitions(jobs=[dg.define_asset_job(
+        "check_specs", selection=dg.AssetSelection.checks_for_assets(dg.AssetKey("broken")))]))
+    run = job.resolve_job_def("check_specs").execute_in_process(raise_on_error=False)
+    assert [e.passed for e in run.get_asset_check_evaluations()] == [False]
+    _write_spec(specs, "c_bad.yaml", name="broken", stream={**DEMO_SPEC["stream"], "name": "s2"},
+                table={**DEMO_SPEC["table"], "name": "t2"})
+    run = job.resolve_job_def("check_specs").execute_in_process(raise_on_error=False)
+    assert [e.passed for e in run.get_asset_check_evaluations()] == [True]
 
 
 def test_check_names_file_line_and_the_near_miss_key(tmp_path, capsys) -> None:

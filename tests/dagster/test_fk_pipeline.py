@@ -28,8 +28,8 @@ HOUR = 3_600_000
 def test_the_yaml_spec_builds_two_changelog_assets_and_the_join() -> None:
     ja = build_pipeline_assets(SPEC)
     assert [a.key.to_user_string() for a in ja.assets] == [
-        "order_updates", "customer_profiles", "orders_with_customer", "order_updates_landing",
-        "customer_profiles_landing", "orders_with_customer_quarantine"]
+        "order_updates", "customers", "orders_with_customer", "order_updates_landing",
+        "customers_landing", "orders_with_customer_quarantine"]
     assert [i.kind for i in ja.spec.pipeline_inputs()] == ["changelog", "changelog"]
     cols = ja.spec.columns()
     assert (cols.key, cols.right.key, cols.foreign_key) == ("order_id", "customer_id", "customer_id")

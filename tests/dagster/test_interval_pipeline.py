@@ -27,16 +27,16 @@ TINY = SampleConfig(days=2, waves=3, orders_per_day=12, rate_interval_ms=4 * HOU
 def test_the_yaml_spec_builds_two_event_assets_and_the_join() -> None:
     ja = build_pipeline_assets(DELIVERIES_SPEC)
     assert [a.key.to_user_string() for a in ja.assets] == [
-        "order_events", "deliveries", "orders_with_deliveries", "order_events_landing",
+        "orders", "deliveries", "orders_with_deliveries", "orders_landing",
         "deliveries_landing", "orders_with_deliveries_quarantine"]
     assert ja.spec.hold_back_ms() == 3 * HOUR_MS
 
 
 @pytest.mark.parametrize(("condition", "message"), [
-    ("deliveries.ts >= order_events.ts", "no time bound limits how long left rows are buffered"),
-    ("deliveries.ts BETWEEN order_events.ts AND order_events.ts + 1 OR order_events.amount > 1",
+    ("deliveries.ts >= orders.ts", "no time bound limits how long left rows are buffered"),
+    ("deliveries.ts BETWEEN orders.ts AND orders.ts + 1 OR orders.amount > 1",
      "OR is not supported"),
-    ("deliveries.ts BETWEEN order_events.ts AND order_events.ts + order_events.amount",
+    ("deliveries.ts BETWEEN orders.ts AND orders.ts + orders.amount",
      "is a non-constant bound"),
 ])
 def test_bad_conditions_are_refused_when_the_spec_loads(condition: str, message: str) -> None:
@@ -74,8 +74,8 @@ def test_ingest_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: 
             # The batch's totals carry a `batch_` prefix (a day's materialization has its own rows).
             for key in ("buffered_left", "buffered_right", "late_left", "late_right",
                         "outer_rows_left", "outer_rows_right", "joined_rows",
-                        "watermark_in_order_events_ts", "watermark_in_deliveries_ts",
-                        "watermark_out_order_events_ts", "watermark_out_deliveries_ts"):
+                        "watermark_in_orders_ts", "watermark_in_deliveries_ts",
+                        "watermark_out_orders_ts", "watermark_out_deliveries_ts"):
                 assert isinstance(md[f"batch_{key}"], int), key  # numeric: Dagster plots it per batch
             assert "watermarks" in md and md["batch_rows_in_left"] == len(wave.orders)
             batches.append(md)

@@ -110,7 +110,8 @@ def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
         assert sum(b["batch_rows_out"] for b in batches) + batches[-1]["batch_still_buffered"] == n_orders
 
         # Nothing new: the run does not materialize (the files were taken).
-        again = dg.materialize([ja.inputs["table"]], resources=resources, instance=instance, run_config=QUIET)
+        again = dg.materialize([ja.input_asset("table")], resources=resources, instance=instance,
+                               run_config=QUIET)
         assert again.get_asset_materialization_events() == []
 
         backfill = dg.materialize([ja.join, *checks], resources=resources, instance=instance,

@@ -19,7 +19,7 @@ def test_demo_spec_builds_its_assets_and_a_microbatch_job(spec_dict: dict[str, A
         ["orders_with_rates_quarantine"], ["orders_with_rates_grace_buffer"]]
     assert ja.join.partitions_def is ja.partitions_def
     assert ja.join.backfill_policy is not None and ja.join.backfill_policy.max_partitions_per_run is None
-    assert ja.inputs["table"].partitions_def is None and ja.inputs["stream"].partitions_def is None
+    assert ja.input_asset("table").partitions_def is None and ja.input_asset("stream").partitions_def is None
     deps = ja.join.asset_deps[ja.join_key]
     assert {k.path[0] for k in deps} == {"rates", "orders"}
     assert ja.microbatch_job.name == "orders_with_rates_microbatch"
