@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_UNITS = (("day", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1_000), ("ms", 1))
+UNITS = (("day", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1_000), ("ms", 1))
 
 
 def iso_time(ms: int) -> str:
@@ -28,7 +28,7 @@ def duration(ms: int) -> str:
         return "0 ms"
     parts: list[str] = []
     rest = ms
-    for name, size in _UNITS:
+    for name, size in UNITS:
         n, rest = divmod(rest, size)
         if n:
             parts.append(f"{n} {name}{'s' if name == 'day' and n > 1 else ''}")

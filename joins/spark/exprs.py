@@ -65,6 +65,26 @@ def iso_time_sql(ms_sql: str) -> str:
     return f"CASE WHEN {ms} IS NULL THEN NULL ELSE concat({clock}, {frac}, 'Z') END"
 
 
+def duration_sql(ms_sql: str) -> str:
+    """SQL text of a duration in ms (a BIGINT expression) as `joins.core.human.duration`
+    spells it: `30 min`, `2 days 6 h`, `1 s 500 ms`."""
+    from joins.core.human import UNITS
+
+    ms = f"abs({ms_sql})"
+    parts = []
+    for name, size in UNITS:
+        n = f"(({ms} div {size}) % {_NEXT[name]})" if name != "day" else f"({ms} div {size})"
+        plural = f"CASE WHEN {n} > 1 THEN 's' ELSE '' END" if name == "day" else "''"
+        parts.append(f"CASE WHEN {n} > 0 THEN concat(CAST({n} AS STRING), ' {name}', {plural}) END")
+    sign = f"CASE WHEN ({ms_sql}) < 0 THEN '-' ELSE '' END"
+    return (f"CASE WHEN ({ms_sql}) IS NULL THEN NULL WHEN ({ms_sql}) = 0 THEN '0 ms' "
+            f"ELSE concat({sign}, concat_ws(' ', {', '.join(parts)})) END")
+
+
+# How many of a unit make the next larger one (a duration's parts below a day).
+_NEXT = {"h": 24, "min": 60, "s": 60, "ms": 1000}
+
+
 def expired_reason_sql(ts_sql: str, stream_time_sql: str, retention_ms: int) -> str:
     """SQL text of the quarantine reason of a put refused as beyond history retention (the
     versioned table's ingest and the table operators' versioned sides word it alike), in times

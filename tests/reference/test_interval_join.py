@@ -248,7 +248,8 @@ def test_late_row_is_quarantined_with_the_reason_under_late_quarantine() -> None
     run(p, [WL("time", 10)])
     assert run(p, [L({"id": "late", "time": 9})], 1) == [
         {"quarantined": {"side": "left", "row": {"id": "late", "time": 9}},
-         "reason": "late left row: l.time 9 is below its watermark 10", "after_input": 1}]
+         "reason": "late left row: l.time 1970-01-01T00:00:00.009Z is below its watermark "
+                   "1970-01-01T00:00:00.010Z (by 1 ms)", "after_input": 1}]
     assert p.metrics["late_rows_quarantined"] == 1 and p.metrics["late_rows_dropped"] == 0
     assert p.state.buffers["left"] == []
 

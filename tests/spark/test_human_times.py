@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joins.core.human import duration, iso_time
-from joins.spark.exprs import expired_reason_sql, iso_time_sql
+from joins.spark.exprs import duration_sql, expired_reason_sql, iso_time_sql
 from tests.budget import spark_examples
 
 pytestmark = pytest.mark.spark
@@ -45,3 +45,25 @@ def test_the_expired_reason_reads_in_times_and_a_duration(spark: Any) -> None:
                       " AS r").collect()
     assert row["r"] == ("expired: ts 2024-03-01T00:30:00Z < stream time 2024-03-02T23:58:37.750Z"
                         " - history retention 1 day = 2024-03-01T23:58:37.750Z; not stored")
+
+
+@spark_examples(3)
+@given(values=st.lists(st.integers(-10 * 86_400_000 * 365, 10 * 86_400_000 * 365) | st.sampled_from(
+    [0, 1, 999, 1_000, 60_000, 3_600_000, 86_400_000, 172_800_000, 194_400_000]), min_size=1,
+    max_size=40))
+def test_sql_duration_equals_pythons(spark: Any, values: list[int]) -> None:
+    frame = spark.createDataFrame([(v,) for v in values], "x long")
+    got = [r[0] for r in frame.selectExpr(duration_sql("x")).collect()]
+    assert got == [duration(v) for v in values]
+
+
+def test_the_interval_joins_late_reason_reads_in_times_and_a_duration(spark: Any) -> None:
+    from joins.operators.interval_join.classify import late_reason_column
+    from joins.operators.interval_join.spec import late_reason
+
+    expected = ("late left row: orders.ts 2024-03-01T14:21:39.512Z is below its watermark "
+                "2024-03-02T23:18:28.151Z (by 1 day 8 h 56 min 48 s 639 ms)")
+    assert late_reason("left", "orders.ts", 1709302899512, 1709421508151) == expected
+    frame = spark.createDataFrame([(1709302899512,)], "t long")
+    [row] = frame.select(late_reason_column("left", "orders.ts", "t", "1709421508151")).collect()
+    assert row[0] == expected

@@ -187,7 +187,8 @@ def test_late_rows_are_quarantined_with_the_reason(spark: Any, tmp_path: Path) -
            {"side": "left", "row": {"id": "late", "t": 9, "k": "a", "v": 1}},
            {"side": "right", "row": {"id": "r", "t": 10, "k": "a", "v": 1}}]
     got = assert_same(spark, tmp_path, spec_of("l.t = r.t", "full", late="quarantine"), raw, [3])
-    assert got[0]["reason"] == "late left row: l.t 9 is below its watermark 10"
+    assert got[0]["reason"] == ("late left row: l.t 1970-01-01T00:00:00.009Z is below its watermark "
+                                "1970-01-01T00:00:00.010Z (by 1 ms)")
 
 
 def test_max_buffered_rows_fails_the_batch_with_nothing_committed(spark: Any, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from joins.errors import ConfigError
 from joins.operators.interval_join.spec import LATE_REASON
+from joins.spark.exprs import duration_sql, ident, iso_time_sql, sql_string
 from joins.sql import ColumnRef, Side
 
 if TYPE_CHECKING:
@@ -50,17 +51,15 @@ def per_segment(values: list[int | None]) -> Column:
     """A per-segment value (null where there is none yet) for the row's SEG."""
     from pyspark.sql import functions as F
 
-    distinct = {v for v in values}
-    if len(distinct) == 1:
-        return F.lit(values[0]).cast("long")
-    expr = None
-    for s, value in enumerate(values):
-        if value is None:
-            continue
-        cond = F.col(SEG) == F.lit(s)
-        expr = F.when(cond, F.lit(value)) if expr is None else expr.when(cond, F.lit(value))
-    assert expr is not None
-    return expr.cast("long")
+    return F.expr(per_segment_sql(values))
+
+
+def per_segment_sql(values: list[int | None]) -> str:
+    """`per_segment` as SQL text (a BIGINT expression)."""
+    if len(set(values)) == 1:
+        return f"CAST({'NULL' if values[0] is None else int(values[0])} AS BIGINT)"
+    cases = " ".join(f"WHEN {SEG} = {s} THEN {int(v)}" for s, v in enumerate(values) if v is not None)
+    return f"CAST(CASE {cases} END AS BIGINT)"
 
 
 def watched_columns(layout: JoinLayout, side: Side, timeline: Timeline) -> list[ColumnRef]:
@@ -87,15 +86,15 @@ def classify(rows: DataFrame, layout: JoinLayout, side: Side, timeline: Timeline
     invalid, late, oob = [], [], []
     for ref in watched:
         col = F.col(layout.ref(ref))
-        received = per_segment([seg.received.get(ref) for seg in timeline.segments])
+        received_sql = per_segment_sql([seg.received.get(ref) for seg in timeline.segments])
+        received = F.expr(received_sql)
         need = F.lit(True) if ref in time_cols else received.isNotNull()
         name = schema.watermark_name(ref)
         invalid.append((col.isNull() & need,
                         F.lit(f"missing time column {name}: every {side} row needs an integer "
                               f"(milliseconds) there")))
-        template = LATE_REASON.format(side=side, column=name.replace("%", "%%"), value="%d",
-                                      watermark="%d")
-        late.append((col < received, F.format_string(template, col, received)))
+        late.append((col < received, late_reason_column(side, name, ident(layout.ref(ref)),
+                                                        received_sql)))
         if ref in bounded:
             oob.append(col < per_segment([seg.floors.get(ref) for seg in timeline.segments]))
     flt = layout.filter(side)
@@ -142,3 +141,19 @@ def live(layout: JoinLayout, side: Side, floors: dict[ColumnRef, int]) -> Column
         if ref in floors:
             cond = cond & (F.col(layout.ref(ref)) >= F.lit(floors[ref]))
     return cond
+
+
+def late_reason_column(side: str, name: str, value_sql: str, watermark_sql: str) -> Column:
+    """`spec.late_reason` as a Spark expression (the row's time and its watermark as SQL text
+    of BIGINTs): the same text, times in ISO UTC."""
+    from pyspark.sql import functions as F
+
+    # The template's text between its fields as literals, its fields as SQL.
+    pieces = LATE_REASON.replace("{side}", side).replace("{column}", name).split("{")
+    fields = {"value": iso_time_sql(value_sql), "watermark": iso_time_sql(watermark_sql),
+              "behind": duration_sql(f"({watermark_sql}) - ({value_sql})")}
+    parts = [sql_string(pieces[0])]
+    for piece in pieces[1:]:
+        field, rest = piece.split("}", 1)
+        parts += [fields[field], sql_string(rest)]
+    return F.expr(f"concat({', '.join(parts)})")

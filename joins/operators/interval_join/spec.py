@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr, ValidationInfo, field_validator, model_validator
 
+from joins.core.human import duration, iso_time
 from joins.errors import ConfigError, InputRecordError, config_error
 from joins.spec import Record, Spec, parse_record
 from joins.sql import JoinConditionPlan, Side, analyze_join_condition
@@ -39,11 +40,14 @@ LatePolicy = Literal["drop", "quarantine"]
 
 # The reason of a quarantined late row, one wording for every engine (the Spark engine fills the
 # same template with `format_string`).
-LATE_REASON = "late {side} row: {column} {value} is below its watermark {watermark}"
+LATE_REASON = "late {side} row: {column} {value} is below its watermark {watermark} (by {behind})"
 
 
 def late_reason(side: str, column: str, value: int, watermark: int) -> str:
-    return LATE_REASON.format(side=side, column=column, value=value, watermark=watermark)
+    """The quarantine reason of a row late for its watermark, in ISO UTC times and a duration
+    (`classify.late_reason_column` spells it alike in Spark)."""
+    return LATE_REASON.format(side=side, column=column, value=iso_time(value),
+                              watermark=iso_time(watermark), behind=duration(watermark - value))
 
 # Which sides get a null-padded row when they find no match.
 OUTER_SIDES: dict[str, frozenset[Side]] = {
