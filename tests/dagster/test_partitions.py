@@ -37,6 +37,25 @@ def test_partitions_are_utc_days_from_first_to_last() -> None:
     assert event_day_partitions(START).get_partition_keys() == ["2024-03-01"]
 
 
+def test_the_newest_partitions_the_ui_plots_end_at_the_last_day_not_today() -> None:
+    """The UI plots the metadata of the newest partitions, which Dagster lists counting back
+    from now: without the end offset they were days after the data (and the plots empty)."""
+    from dagster._core.definitions.partitions.context import PartitionLoadingContext
+    from dagster._core.definitions.temporal_context import TemporalContext
+
+    parts = event_day_partitions(START, dt.date(2024, 3, 3))
+    context = PartitionLoadingContext(
+        temporal_context=TemporalContext(effective_dt=dt.datetime.now(dt.UTC), last_event_id=None),
+        dynamic_partitions_store=None)
+    newest = parts.get_paginated_partition_keys(context, limit=120, ascending=False).results
+    assert newest == ["2024-03-03", "2024-03-02", "2024-03-01"]
+    assert parts.get_partition_keys() == ["2024-03-01", "2024-03-02", "2024-03-03"]
+    assert parts.has_partition_key("2024-03-03") and not parts.has_partition_key("2024-03-04")
+    # A partition set that ends today or later has no offset.
+    today = dt.datetime.now(dt.UTC).date()
+    assert event_day_partitions(today - dt.timedelta(days=2), today).end_offset == 0
+
+
 def _layout(tmp_path) -> PipelineLayout:
     return PipelineLayout(str(tmp_path), parse_pipeline_spec(DEMO_SPEC))
 

@@ -10,6 +10,7 @@ The live demo's sensor page is `test_ui_live.py`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,13 +59,25 @@ def demo_lake(spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
     yield home, root
 
 
+# A spec file with a near-miss key, served beside the demo's: it must show where a user looks.
+BROKEN_SPEC = "my_join.yaml"
+
+
 @pytest.fixture(scope="module")
 def webserver(demo_lake: tuple[Path, Path]) -> Iterator[str]:
+    import shutil
+
     from pipelines.dagster_server import DagsterServer
+    from pipelines.definitions import SPECS_DIR
 
     home, root = demo_lake
-    with DagsterServer(home=home, env={"TJ_LAKE_ROOT": str(root)}, daemon=False,
-                       ready_timeout_s=180) as server:
+    specs = root.parent / "specs"
+    shutil.copytree(SPECS_DIR, specs, dirs_exist_ok=True)
+    text = (SPECS_DIR / "orders_with_rates.yaml").read_text()
+    broken = text.replace("name: orders_with_rates", "name: my_join").replace("grace_ms:", "grace:")
+    (specs / BROKEN_SPEC).write_text(broken)
+    with DagsterServer(home=home, env={"TJ_LAKE_ROOT": str(root), "TJ_SPECS_DIR": str(specs)},
+                       daemon=False, ready_timeout_s=180) as server:
         yield server.url
 
 
@@ -128,9 +141,38 @@ def test_partitions_start_at_the_first_day_with_data(webserver: str, page: Any) 
 def test_quarantine_asset_shows_rows_and_reasons(webserver: str, page: Any) -> None:
     # Rows per reason (a bad CSV row, expired table updates) and the newest rows are table
     # metadata; their cells render after the labels, so the page is read once they show.
-    _open(page, f"{webserver}/assets/{JOIN}_quarantine",
-          ["recent", "by_reason", "rows_from_rates", "Row count", "bad_record", "expired"],
-          "quarantine")
+    text = _open(page, f"{webserver}/assets/{JOIN}_quarantine",
+                 ["recent", "by_reason", "rows_from_rates", "Row count", "bad_record", "expired"],
+                 "quarantine")
+    # The reasons in times and durations a person reads, not epoch milliseconds.
+    assert re.search(r"expired: ts 2024-0\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z < stream time "
+                     r"2024-0\d-\d\dT[\d:.]+Z - history retention 1 day = ", text), text[-3000:]
+
+
+def test_plots_open_with_data(webserver: str, page: Any) -> None:
+    """Overview -> Metadata -> Plots, by partition (the default for a partitioned asset): one
+    chart per numeric metadata entry over the event days, not the empty page Dagster shows when
+    the newest partitions it lists hold no materialization."""
+    _open(page, f"{webserver}/assets/{JOIN}", ["Latest materialization", "Plots"], "before_plots")
+    page.get_by_text("Plots", exact=True).first.click()
+    text = text_after_load(page, ["rows_out", "Partitions"],
+                           absent=("Asset plots are automatically generated",))
+    shot(page, "plots")
+    assert "Asset plots are automatically generated" not in text, "the plots are empty"
+    assert page.locator("canvas").count() > 0, "no chart on the Plots view"
+
+
+def test_a_broken_spec_is_a_red_asset_with_file_and_line(webserver: str, page: Any) -> None:
+    from pipelines.definitions import SPECS_DIR
+
+    text = (SPECS_DIR / "orders_with_rates.yaml").read_text().replace("grace_ms:", "grace:")
+    line = 1 + text.split("\n").index(next(t for t in text.split("\n") if t.startswith("grace:")))
+    _open(page, f"{webserver}/assets/my_join",
+          [f"{BROKEN_SPEC} did not load", f"(line {line})", "config.grace: unknown key",
+           "did you mean", "grace_ms"], "broken_spec")
+    # The group of broken files is in the lineage, where a user browsing the assets sees it.
+    _open(page, f"{webserver}/asset-groups", ["spec_errors"], "lineage_with_spec_error",
+          absent=("Loading",))
 
 
 def _land_late_rate_corrections(root: Path) -> None:
