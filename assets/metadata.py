@@ -13,7 +13,6 @@ Stable keys (tests, the schedule and the browser test read some back): `delta_ve
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +27,6 @@ if TYPE_CHECKING:
 STREAM_TIME = "stream_time"
 ROW_COUNT = "dagster/row_count"
 COLUMN_SCHEMA = "dagster/column_schema"
-
-
-def utc_text(ts_ms: int | None) -> str:
-    if ts_ms is None:
-        return "none yet"
-    stamp = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ts_ms)
-    return stamp.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
 def settings_metadata(settings: dict[str, Any]) -> dict[str, Any]:
@@ -125,6 +117,7 @@ def batch_metadata(r: RunSummary, *, output_path: str, progress: Progress | None
         "batch_rows_out": MetadataValue.int(r.rows_out),
         "batch_quarantined": MetadataValue.int(r.quarantined),
         **{f"batch_{name}": MetadataValue.int(n) for name, n in r.counters.items()},
+        **{f"batch_{name}": event_time(ms) for name, ms in r.times.items()},
         STREAM_TIME: event_time(r.stream_time),
         "event_days_touched": MetadataValue.text(days_text(r.event_days_touched)),
         **{f"{role}_versions": MetadataValue.text(_versions(v)) for role, v in r.input_versions.items()},

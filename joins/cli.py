@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="temporal-joins engine commands")
     sub = parser.add_subparsers(dest="command", required=True)
     replay = sub.add_parser("replay", help="run a scenario file and print what the engine emits")
-    replay.add_argument("file", help="scenario JSON file (see README, 'Scenarios')")
+    replay.add_argument("file", help="scenario JSON file (format: ../shared/scenarios/FORMAT.md; "
+                                     "examples in tests/scenarios/)")
     replay.add_argument("--engine", choices=ENGINES, default="reference")
     replay.add_argument("--batch-size", type=_positive_int, default=None,
                         help="records per micro-batch, in arrival order (reference default: 1; "

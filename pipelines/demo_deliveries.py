@@ -25,10 +25,10 @@ class DeliveriesResult:
 
 
 def _wm_text(md: Mapping[str, Any], prefix: str) -> str:
-    def short(ms: int) -> str:
+    def short(seconds: float) -> str:   # a timestamp's metadata value: seconds since the epoch
         import datetime as dt
 
-        return (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)).strftime("%m-%d %H:%M")
+        return (dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds)).strftime("%m-%d %H:%M")
 
     marks = {k[len(prefix):]: v for k, v in md.items() if k.startswith(prefix)}
     return ", ".join(f"{k} {short(v)}" for k, v in sorted(marks.items())) or "-"

@@ -170,9 +170,9 @@ def _behind(stream_time: int | None, landed_ms: int) -> str:
 
 
 def _utc(ms: int) -> str:
-    from assets.metadata import utc_text
+    from joins.core.human import iso_time
 
-    return utc_text(ms)
+    return iso_time(ms)
 
 
 if __name__ == "__main__":

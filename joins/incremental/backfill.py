@@ -34,7 +34,7 @@ from joins.incremental.log import BatchDone, BatchLog, BatchStateError
 from joins.incremental.phases import PhaseClock
 from joins.incremental.runner import DEFAULT_LEASE_TTL_S, as_sources, check_progress
 from joins.incremental.sources import Source
-from joins.spark.exprs import count_if
+from joins.spark.exprs import count_if, with_utc_times
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -195,7 +195,7 @@ def _replace(spark: SparkSession, name: str, target: str, wanted: list[dt.date],
         return BackfillResult(day_strings, None if done is None else done.batch_id, output_before,
                               None, tuple(DayDiff(d) for d in day_strings), computed.counts,
                               clock.timings)
-    new = computed.rows.persist()
+    new = with_utc_times(computed.rows).persist()
     try:
         old = None
         if output_before is not None:
@@ -209,7 +209,7 @@ def _replace(spark: SparkSession, name: str, target: str, wanted: list[dt.date],
             with clock.phase("backfill commit"):
                 info = lake.write_delta(
                     new, target, mode="overwrite", partition_by=[EVENT_DATE],
-                    replace_partitions={EVENT_DATE: list(wanted)},
+                    replace_partitions={EVENT_DATE: list(wanted)}, schema_mode="merge",
                     expected_version=-1 if output_before is None else output_before,
                     commit_message=f"{name}: backfill of {', '.join(day_strings)} (consistent "
                                    f"with batch {None if done is None else done.batch_id})")

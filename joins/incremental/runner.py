@@ -52,10 +52,11 @@ from joins.incremental.log import (
 from joins.incremental.phases import PhaseClock
 from joins.incremental.sources import Source
 from joins.incremental.staged import Staged, stager
+from joins.spark.exprs import with_utc_times
 from joins.spark.parallel import run_all
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 # How long a micro-batch waits for another writer of its join before it gives up (skipped).
 DEFAULT_WAIT_S = 60.0
@@ -212,7 +213,8 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
         # one in their order, each preceded by its failpoint and the lease check.
         with clock.phase("write"):
             run_all(spark, [stager(operator.name, root.sub(table), table, written, bid, mode=mode,
-                                    partition_by=partition_by, into=staged)
+                                    partition_by=partition_by, into=staged,
+                                    add_columns=table == OUTPUT)
                             for table, written, mode, partition_by in writes])
         for table, _written, _mode, _partition_by in writes:
             hooks.at(f"before commit {table}")
@@ -246,7 +248,7 @@ def _writes(operator: IncrementalOperator,
             result: StepResult) -> list[tuple[str, Written, str, list[str]]]:
     out: list[tuple[str, Written, str, list[str]]] = []
     if result.output is not None:
-        out.append((OUTPUT, result.output, "append", [EVENT_DATE]))
+        out.append((OUTPUT, with_times(result.output), "append", [EVENT_DATE]))
     if result.quarantine is not None:
         out.append((QUARANTINE, result.quarantine, "append", []))
     for table in operator.state_tables:
@@ -257,3 +259,13 @@ def _writes(operator: IncrementalOperator,
     if unknown:
         raise ConfigError(f"{operator.name}: the step wrote undeclared state tables {sorted(unknown)}")
     return out
+
+
+def with_times(written: Written) -> Written:
+    """An output as written: every event-time column with its TIMESTAMP twin beside it."""
+    derive = written.derive
+
+    def derived(df: DataFrame) -> DataFrame:
+        return with_utc_times(df if derive is None else derive(df))
+
+    return dataclasses.replace(written, derive=derived)

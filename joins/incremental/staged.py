@@ -32,8 +32,10 @@ class Staged:
 
 
 def stager(app: str, path: str, table: str, written: Written, batch_id: int, *, mode: str,
-            partition_by: list[str], into: dict[str, Staged]) -> Callable[[], None]:
-    """Stage one idempotent write, with the frame's metrics observed while Spark writes it."""
+            partition_by: list[str], into: dict[str, Staged],
+            add_columns: bool = False) -> Callable[[], None]:
+    """Stage one idempotent write, with the frame's metrics observed while Spark writes it.
+    `add_columns`: columns the table lacks are added (nullable) rather than refused."""
     from pyspark.sql import Observation
 
     def stage() -> None:
@@ -51,7 +53,8 @@ def stager(app: str, path: str, table: str, written: Written, batch_id: int, *, 
             write = lake.stage_delta(frame, path, mode=mode,  # type: ignore[arg-type]
                                      partition_by=partition_by or None, app_txn=txn,
                                      commit_message=f"{app}: {table} of batch {batch_id}",
-                                     skip_empty=mode == "append", exclusive=True)
+                                     skip_empty=mode == "append", exclusive=True,
+                                     schema_mode="merge" if add_columns else "enforce")
         metrics: dict[str, Any] = {}
         if write.answer is not None and write.answer.skipped:
             # No Spark job ran: the metrics are computed from the same (pinned) rows, so the

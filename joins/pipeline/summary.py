@@ -25,6 +25,8 @@ class RunSummary:
     details: dict[str, str] = field(default_factory=dict)
     # Per-batch measures worth a plot over time (`lateness_p95_s`, ...): name -> number.
     series: dict[str, float] = field(default_factory=dict)
+    # Event times worth showing as times (the watermarks per column): name -> epoch ms.
+    times: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
     @property

@@ -1,4 +1,4 @@
-"""Scenario (replay) files: see ../shared/scenarios/FORMAT.md and README "Scenarios"."""
+"""Scenario (replay) files: see ../shared/scenarios/FORMAT.md and docs/semantics/README.md."""
 
 from joins.scenario.compare import compare
 from joins.scenario.model import Scenario, load_scenario

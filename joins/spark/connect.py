@@ -3,7 +3,7 @@
 A Connect client (`sc://`) holds no JVM: what goes through py4j (`sparkContext`, `_jdf`, `_jvm`)
 does not exist there, and a query is analysed on the server when it runs, not when it is built.
 The engine's code paths that depend on either have a Connect form or a documented fallback
-(README, "Running on a cluster").
+(docs/cluster.md).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 
 def ident(name: str) -> str:
@@ -95,3 +95,33 @@ def expired_reason_sql(ts_sql: str, stream_time_sql: str, retention_ms: int) -> 
     retention = sql_string(f" - history retention {duration(retention_ms)} = ")
     return (f"concat('expired: ts ', {iso_time_sql(ts_sql)}, ' < stream time ', "
             f"{iso_time_sql(stream_time_sql)}, {retention}, {iso_time_sql(bound)}, '; not stored')")
+
+
+# Output columns that hold an event time in epoch ms: `ts`, `<side>_ts`, `valid_from` /
+# `valid_to` and their `<side>_` forms. Columns starting with `_` are the engine's own.
+_TIME_SUFFIXES = ("ts", "valid_from", "valid_to")
+UTC_SUFFIX = "_utc"
+
+
+def event_time_columns(frame: DataFrame) -> list[str]:
+    from pyspark.sql.types import LongType
+
+    return [f.name for f in frame.schema.fields
+            if isinstance(f.dataType, LongType) and not f.name.startswith("_")
+            and any(f.name == s or f.name.endswith("_" + s) for s in _TIME_SUFFIXES)]
+
+
+def with_utc_times(frame: DataFrame) -> DataFrame:
+    """`frame` with a TIMESTAMP column `<name>_utc` right after every event-time column in
+    epoch ms (the ms column stays: it is exact and what the joins compare), so that a person
+    querying an output table reads times and a SQL user can filter by them."""
+    present = set(frame.columns)
+    missing = {n for n in event_time_columns(frame) if n + UTC_SUFFIX not in present}
+    if not missing:
+        return frame
+    exprs: list[str] = []
+    for name in frame.columns:
+        exprs.append(ident(name))
+        if name in missing:
+            exprs.append(f"timestamp_millis({ident(name)}) AS {ident(name + UTC_SUFFIX)}")
+    return frame.selectExpr(*exprs)

@@ -5,8 +5,8 @@ its sessions on that master.
 
 On the master, the engine's jar and Python code must reach the executors, and the lake (a local
 path, the same machine) must be where the driver and the executors both look. Through Connect,
-what needs a JVM in the client process is refused clearly or falls back (README, "Running on a
-cluster"); the subset's skips must be exactly those.
+what needs a JVM in the client process is refused clearly or falls back (docs/cluster.md); the
+subset's skips must be exactly those.
 
 One module: the tests share the cluster, and pytest-xdist gives a module to one worker."""
 

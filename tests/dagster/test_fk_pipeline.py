@@ -109,7 +109,7 @@ def test_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: Path) -
         assert second["batch_out_of_order_ignored_left"] == 1
         assert second["batch_subscriptions"] == 3
         assert third["batch_subscriptions"] == 2 and third["batch_fan_out"] == 2    # c2 deleted: o2, o3
-        # The README's worked example: what each batch emitted (the last result per key).
+        # The worked example of docs/semantics/fk_join.md: what each batch emitted (the last result per key).
         out = lake.read_delta(spark, layout.output).collect()
         emitted = {(r["_batch_id"], r["order_id"]): (r["right_country"], r["ts"] - DAY1,
                                                     r["tombstone"]) for r in out}

@@ -73,10 +73,14 @@ def test_ingest_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: 
             md = mds[0]
             # The batch's totals carry a `batch_` prefix (a day's materialization has its own rows).
             for key in ("buffered_left", "buffered_right", "late_left", "late_right",
-                        "outer_rows_left", "outer_rows_right", "joined_rows",
-                        "watermark_in_orders_ts", "watermark_in_deliveries_ts",
-                        "watermark_out_orders_ts", "watermark_out_deliveries_ts"):
+                        "outer_rows_left", "outer_rows_right", "joined_rows"):
                 assert isinstance(md[f"batch_{key}"], int), key  # numeric: Dagster plots it per batch
+            # The watermarks are times (a timestamp the UI shows as a date), not a number of ms
+            # to plot: seconds since the epoch, in the demo's March 2024.
+            for key in ("watermark_in_orders_ts", "watermark_in_deliveries_ts",
+                        "watermark_out_orders_ts", "watermark_out_deliveries_ts"):
+                assert isinstance(md[f"batch_{key}"], float), key
+                assert 1_709_251_200 <= md[f"batch_{key}"] < 1_709_251_200 + 4 * 86_400, key
             assert "watermarks" in md and md["batch_rows_in_left"] == len(wave.orders)
             batches.append(md)
         assert sum(b["batch_joined_rows"] for b in batches) > 0

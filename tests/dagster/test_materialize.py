@@ -94,6 +94,10 @@ def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
             # Each day carries its own rows: what the batch wrote there, and the day's total.
             assert sum(d["rows_out"] for _, d in mats) == md["batch_rows_out"]
             output = read_delta(spark, md["table_path"])
+            # Event times in epoch ms, each with its TIMESTAMP twin for people and SQL.
+            assert {"ts_utc": "timestamp", "table_valid_from_utc": "timestamp"}.items() <= dict(
+                output.dtypes).items()
+            assert output.where("unix_millis(ts_utc) <> ts").count() == 0
             for day, d in mats:
                 assert d["event_day"] == day
                 assert d["dagster/row_count"] == output.where(f"event_date = '{day}'").count()

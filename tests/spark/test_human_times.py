@@ -67,3 +67,19 @@ def test_the_interval_joins_late_reason_reads_in_times_and_a_duration(spark: Any
     frame = spark.createDataFrame([(1709302899512,)], "t long")
     [row] = frame.select(late_reason_column("left", "orders.ts", "t", "1709421508151")).collect()
     assert row[0] == expected
+
+
+def test_outputs_carry_a_timestamp_beside_each_event_time(spark: Any) -> None:
+    from joins.spark.exprs import with_utc_times
+
+    frame = spark.createDataFrame([("a", 1709253000000, 1709253000500, None, 5)],
+                                  "k string, ts long, table_valid_from long, valid_to long, "
+                                  "_wm_ts long")
+    out = with_utc_times(frame)
+    assert out.columns == ["k", "ts", "ts_utc", "table_valid_from", "table_valid_from_utc",
+                           "valid_to", "valid_to_utc", "_wm_ts"]
+    assert dict(out.dtypes)["ts_utc"] == "timestamp"
+    [row] = out.selectExpr("unix_millis(ts_utc) AS a", "unix_millis(table_valid_from_utc) AS b",
+                           "valid_to_utc").collect()
+    assert (row["a"], row["b"], row["valid_to_utc"]) == (1709253000000, 1709253000500, None)
+    assert with_utc_times(out).columns == out.columns   # a frame read back keeps its twins

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr, model_validator
 
+from joins.core.human import iso_time
 from joins.errors import ConfigError
 from joins.operators.interval_join.spec import IntervalJoinSpec, JoinType, LatePolicy
 from joins.pipeline.sources import SourceSpec
@@ -145,6 +146,7 @@ class IntervalJoinEngine:
             quarantined=r.quarantined, stream_time=self.stream_time(),
             event_days_touched=r.event_days_touched, output_version=r.commits.get("output"),
             counters={} if r.skipped else counters(r), timings=dict(r.timings),
+            times={} if r.skipped else watermark_times(r),
             details={} if r.skipped else {"watermarks": watermarks_markdown(r)})
 
     def backfill(self, spark: SparkSession, days: Sequence[str], *,
@@ -190,7 +192,7 @@ class IntervalJoinEngine:
 
 def counters(r: IntervalBatchReport) -> dict[str, int]:
     """Numeric metadata (Dagster plots it over the materializations): buffered rows per side,
-    late rows, null-padded (outer) rows, watermarks per column."""
+    late rows, null-padded (outer) rows."""
     out: dict[str, int] = {"joined_rows": r.joined_rows}
     for side in SIDES:
         out[f"buffered_{side}"] = r.buffered_after[side]
@@ -198,10 +200,14 @@ def counters(r: IntervalBatchReport) -> dict[str, int]:
         out[f"outer_rows_{side}"] = r.null_padded[side]
         out[f"evicted_{side}"] = r.evicted[side]
         out[f"out_of_bounds_{side}"] = r.out_of_bounds[side]
-    for name, value in r.watermarks_in.items():
-        out[f"watermark_in_{_metadata_name(name)}"] = value
-    for name, value in r.watermarks_out.items():
-        out[f"watermark_out_{_metadata_name(name)}"] = value
+    return out
+
+
+def watermark_times(r: IntervalBatchReport) -> dict[str, int]:
+    """The watermarks per column after the batch, received and emitted: event times (shown as
+    times, not plotted as numbers of milliseconds)."""
+    out = {f"watermark_in_{_metadata_name(n)}": v for n, v in r.watermarks_in.items()}
+    out |= {f"watermark_out_{_metadata_name(n)}": v for n, v in r.watermarks_out.items()}
     return out
 
 
@@ -222,7 +228,4 @@ def watermarks_markdown(r: IntervalBatchReport) -> str:
 
 
 def _utc(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    stamp = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ms)
-    return f"{stamp:%Y-%m-%d %H:%M:%S} UTC ({ms})"
+    return "-" if ms is None else iso_time(ms)
