@@ -1,5 +1,6 @@
-"""`python -m joins replay FILE [--engine reference|spark] [--batch-size N] [--check]` and
-`python -m joins check FOLDER` (the pipeline spec files, as the code location loads them).
+"""`python -m joins replay FILE [--engine reference|spark] [--batch-size N] [--check]`,
+`python -m joins check FOLDER` (the pipeline spec files, as the code location loads them) and
+`python -m joins table NAME get|history KEY ...` (a versioned table's answers, joins.query).
 
 Exit codes: 0 ran (and, with --check, agreed; every spec file loads); 1 --check found a
 difference; 2 the scenario, its config, an input record or a spec file is invalid (a clear
@@ -46,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="compare with the scenario's expected output; exit 1 on a difference")
     check = sub.add_parser("check", help="validate a folder of pipeline spec files (YAML)")
     check.add_argument("folder", help="the specs folder (the code location's: pipelines/specs)")
+    from joins.query.cli import add_parser
+
+    add_parser(sub)
     return parser
 
 
@@ -123,5 +127,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return replay(args)
     if args.command == "check":
         return check_specs(args)
+    if args.command == "table":
+        from joins.query.cli import run
+
+        try:
+            run(args)
+        except JoinsError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_INVALID
+        return EXIT_OK
     parser.error(f"unknown command {args.command}")
     return EXIT_INVALID

@@ -92,7 +92,8 @@ def _problem(cls: type[BaseModel], err: Any) -> str:
         return f"config.{key}: unknown key (not a setting of a source){unknown_key_hint(cls, loc)}"
     if err["type"] == "missing":
         return f"config.{key}: required setting is missing"
-    got = f" (got {err['input']!r})" if "input" in err else ""
+    # A whole mapping or list echoed back says nothing the key's path does not.
+    got = f" (got {err['input']!r})" if not isinstance(err.get("input", {}), dict | list) else ""
     return f"config.{key}: {str(err['msg']).removeprefix('Value error, ')}{got}"
 
 

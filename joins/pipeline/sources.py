@@ -22,6 +22,15 @@ from joins.spec import Spec
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+def _inner_problem(message: str) -> str:
+    """The reading rules' complaint in this source's words: its own keys, no echo of the whole
+    mapping (pydantic names the source's path around it)."""
+    text = message.removeprefix("landing: invalid config: ")
+    text = re.sub(r"config\.\(root\): (Value error, )?", "", text)
+    text = re.sub(r" \(got \{.*\}\)$", "", text)
+    return re.sub(r"config\.([\w.]+):", r"\1:", text)
+
+
 def check_name(name: str) -> str:
     if not _NAME.match(name):
         # A ValueError: pydantic reports it under the field's own path (config.stream.name).
@@ -74,7 +83,7 @@ class SourceSpec(Spec):
         try:
             self.landing_spec()
         except ConfigError as exc:
-            raise ValueError(str(exc).removeprefix("landing: invalid config: ")) from None
+            raise ValueError(_inner_problem(str(exc))) from None
         return self
 
     @property

@@ -1,0 +1,66 @@
+"""`python -m joins table NAME get KEY --as-of TIME` and `... history KEY [--from T] [--to T]`,
+both with `--as-of-commit N` (what the table knew at Delta version N) and `--json`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from joins.core.human import iso_time
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    table = sub.add_parser("table", help="ask a versioned table: a key's value at a time, its history")
+    table.add_argument("name", help="the versioned table (a source of a pipeline spec, e.g. rates)")
+    table.add_argument("question", choices=["get", "history"])
+    table.add_argument("key", help="the key; several key columns: values separated by commas")
+    table.add_argument("--as-of", dest="as_of", help="get: the event time (ISO 8601 or epoch ms)")
+    table.add_argument("--from", dest="start", help="history: versions valid at or after this time")
+    table.add_argument("--to", dest="end", help="history: versions valid at or before this time")
+    table.add_argument("--as-of-commit", dest="commit", type=int, default=None,
+                       help="what the table held at this Delta version (time travel)")
+    table.add_argument("--json", action="store_true", help="the answer as JSON")
+    table.add_argument("--lake", default=None, help="lake root (default: TJ_LAKE_ROOT or ./var/lake)")
+    table.add_argument("--specs", default=None,
+                       help="pipeline specs folder (default: TJ_SPECS_DIR or pipelines/specs)")
+
+
+def run(args: argparse.Namespace) -> None:
+    """Answer the question on stdout; QueryError (JoinsError) for a question it cannot answer."""
+    from joins.query import get, history, parse_key, parse_time, versioned_table
+    from joins.query.tables import key_types
+    from joins.query.versioned import QueryError
+
+    specs = args.specs or os.environ.get("TJ_SPECS_DIR") or "pipelines/specs"
+    root = os.path.abspath(args.lake or os.environ.get("TJ_LAKE_ROOT") or "./var/lake")
+    table = versioned_table(args.name, specs=specs, root=root)
+    key = parse_key(args.key, key_types(args.name, specs=specs))
+    if args.question == "get" and args.as_of is None:
+        raise QueryError("get needs --as-of TIME (ISO 8601 such as 2024-03-02T14:05:00Z, or epoch ms)")
+    from joins.spark import get_spark
+
+    spark = get_spark()
+    if args.question == "get":
+        answer = get(spark, table, key, parse_time(args.as_of), commit=args.commit)
+        print(json.dumps(answer.to_json(), indent=2) if args.json else answer.text())
+        return
+    start = None if args.start is None else parse_time(args.start)
+    end = None if args.end is None else parse_time(args.end)
+    versions = history(spark, table, key, start=start, end=end, commit=args.commit)
+    if args.json:
+        print(json.dumps([v.to_json() for v in versions], indent=2))
+        return
+    where = f"{table.name} {args.key}" + (f" at commit {args.commit}" if args.commit is not None else "")
+    if not versions:
+        print(f"{where}: no version" + (" in that interval" if start or end else
+                                         " (the table never held this key)"))
+        return
+    print(f"{where}: {len(versions)} version(s), oldest first")
+    for v in versions:
+        until = "now" if v.valid_to is None else iso_time(v.valid_to)
+        value = "deleted" if v.value is None else ", ".join(f"{k}={x}" for k, x in v.value.items())
+        note = "  (beyond history retention: no read reaches it)" if v.beyond_retention else ""
+        print(f"  {iso_time(v.valid_from)} .. {until}: {value}{note}")
+    sys.stdout.flush()
