@@ -36,6 +36,7 @@ from joins.pipeline.files import SourceUse, resolved_spec
 from joins.spark import SparkSettings
 from pipelines.checks import build_join_checks
 from pipelines.partitions import fitted_partitions
+from pipelines.queries import query_job
 from pipelines.schedules import nightly_backfill_schedule
 from pipelines.sensors import landing_sensor, microbatch_sensor
 from pipelines.spec_errors import spec_error_definitions
@@ -85,18 +86,20 @@ def checks_job_name(spec: PipelineSpec) -> str:
     return f"{spec.name}_checks"
 
 
-def source_jobs(sa: SourceAssets, *, interval_s: int) -> tuple[Any, SensorDefinition]:
-    """A source's ingest job and the landing sensor that runs it."""
+def source_jobs(sa: SourceAssets, *, interval_s: int) -> tuple[list[Any], SensorDefinition]:
+    """A source's ingest job (and, for a versioned table, its query job) and the landing sensor
+    that runs the ingest."""
     ingest = define_asset_job(ingest_job_name(sa.name), selection=AssetSelection.assets(sa.table),
                               description=f"Ingests new landing files of {sa.name}.")
-    return ingest, landing_sensor(sa, ingest, interval_s=interval_s)
+    jobs = [ingest, *([query_job(sa.item)] if sa.item.kind == "versioned" else [])]
+    return jobs, landing_sensor(sa, ingest, interval_s=interval_s)
 
 
 def shared_source_definitions(use: SourceUse, readers: Sequence[PipelineSpec]) -> Definitions:
     """A source read by many joins: its table and landing assets, ingest job and sensor, once."""
     sa = build_source_assets(use.input(), group=SOURCES_GROUP, readers=tuple(readers))
-    job, sensor_def = source_jobs(sa, interval_s=min(r.sensor_interval_s for r in readers))
-    return Definitions(assets=[sa.table, sa.landing], jobs=[job], sensors=[sensor_def])
+    jobs, sensor_def = source_jobs(sa, interval_s=min(r.sensor_interval_s for r in readers))
+    return Definitions(assets=[sa.table, sa.landing], jobs=jobs, sensors=[sensor_def])
 
 
 def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None = None,
@@ -121,8 +124,8 @@ def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None
         jobs.insert(0, backfill)
     sensors = []
     for sa in pa.sources.values():
-        ingest, landing = source_jobs(sa, interval_s=spec.sensor_interval_s)
-        jobs.append(ingest)
+        source_job_defs, landing = source_jobs(sa, interval_s=spec.sensor_interval_s)
+        jobs += source_job_defs
         sensors.append(landing)
     sensors.append(microbatch_sensor(pa))
     schedules = []

@@ -42,12 +42,17 @@ def versioned_table(name: str, *, specs: str | Path, root: str) -> VersionedTabl
     if item.kind != "versioned":
         raise QueryError(f"{name!r} is {_STORED_AS.get(item.kind, item.kind)}; versioned tables: "
                          f"{', '.join(versioned) or 'none'}")
+    return table_ref(item, root)
+
+
+def table_ref(item: PipelineInput, root: str) -> VersionedTableRef:
+    """A pipeline input stored as a versioned table, as the queries read it."""
     source = item.source
-    assert source is not None
+    assert source is not None and item.kind == "versioned", item
     layout = VersionedDeltaLayout(key_columns=tuple(c.name for c in source.key_columns),
                                   value_columns=source.value_names,
                                   history_retention_ms=item.history_retention_ms or 0)
-    return VersionedTableRef(name, SourceLayout(root).table(source), layout)
+    return VersionedTableRef(source.name, SourceLayout(root).table(source), layout)
 
 
 def key_types(name: str, *, specs: str | Path) -> dict[str, str]:

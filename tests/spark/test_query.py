@@ -131,3 +131,37 @@ def test_the_command_line(spark: Any, table: VersionedTableRef, tmp_path: Path, 
         (["table", "rates", "get", "EUR"], "get needs --as-of TIME")]:
         assert main([*argv, *where]) == EXIT_INVALID
         assert message in capsys.readouterr().err
+
+
+def test_the_dagster_query_job(spark: Any, table: VersionedTableRef) -> None:
+    """In the UI: the `rates_query` job's Launchpad takes a key and a time; the run's output
+    metadata holds the answer, and a question it cannot answer fails the run with the reason."""
+    from pipelines.definitions import build_definitions
+
+    lake = str(Path(table.path).parent.parent)
+    spec = {"operator": "stream_table_join", "name": "orders_with_rates", "start_date": "2024-03-01",
+            "stream": {"name": "orders", "format": "jsonl", "ts_column": "ts",
+                       "key_columns": [{"name": "currency", "type": "string"}],
+                       "value_columns": [{"name": "amount", "type": "double"}]},
+            "table": {"name": "rates", "format": "csv", "ts_column": "ts",
+                      "key_columns": [{"name": "currency", "type": "string"}],
+                      "value_columns": [{"name": "rate", "type": "double"}]},
+            "history_retention_ms": 24 * H}
+    defs = build_definitions([spec], lake_root=lake)
+    job = defs.resolve_job_def("rates_query")
+    assert "orders_query" not in defs.get_repository_def().job_names   # an events table: no versions
+
+    def ask(**config: Any) -> Any:
+        return job.execute_in_process(
+            run_config={"ops": {"rates_get_as_of": {"config": config}}},
+            resources=defs.resources, raise_on_error=False)
+
+    result = ask(key="EUR", as_of="2024-03-01T12:00Z", as_of_commit=0)
+    [event] = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    answer = event.event_specific_data.metadata["answer"].value
+    assert answer == ("rates EUR as of 2024-03-01T12:00:00Z (commit 0): rate=1.1 (valid from "
+                      "2024-03-01T10:00:00Z, still valid)")
+    failed = ask(key="EUR", as_of="whenever")
+    assert not failed.success
+    [failure] = [e for e in failed.all_events if e.is_step_failure]
+    assert "not a time: 'whenever'" in failure.step_failure_data.user_failure_data.description
