@@ -31,6 +31,16 @@ BATCHES = [
     [("EUR", 1.2, 30 * H, False, 0), ("USD", None, 40 * H, True, 1)],
 ]
 
+# A pipeline whose table is the versioned table above: how the command and the job find it.
+SPEC = {"operator": "stream_table_join", "name": "orders_with_rates", "start_date": "2024-03-01",
+        "stream": {"name": "orders", "format": "jsonl", "ts_column": "ts",
+                   "key_columns": [{"name": "currency", "type": "string"}],
+                   "value_columns": [{"name": "amount", "type": "double"}]},
+        "table": {"name": "rates", "format": "csv", "ts_column": "ts",
+                  "key_columns": [{"name": "currency", "type": "string"}],
+                  "value_columns": [{"name": "rate", "type": "double"}]},
+        "history_retention_ms": 24 * H}
+
 
 @pytest.fixture(scope="module")
 def table(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> VersionedTableRef:
@@ -107,15 +117,7 @@ def test_the_command_line(spark: Any, table: VersionedTableRef, tmp_path: Path, 
     specs = tmp_path / "specs"
     specs.mkdir()
     lake = Path(table.path).parent.parent
-    spec = {"operator": "stream_table_join", "name": "orders_with_rates", "start_date": "2024-03-01",
-            "stream": {"name": "orders", "format": "jsonl", "ts_column": "ts",
-                       "key_columns": [{"name": "currency", "type": "string"}],
-                       "value_columns": [{"name": "amount", "type": "double"}]},
-            "table": {"name": "rates", "format": "csv", "ts_column": "ts",
-                      "key_columns": [{"name": "currency", "type": "string"}],
-                      "value_columns": [{"name": "rate", "type": "double"}]},
-            "history_retention_ms": 24 * H}
-    (specs / "join.yaml").write_text(yaml.safe_dump(spec))
+    (specs / "join.yaml").write_text(yaml.safe_dump(SPEC))
     where = ["--lake", str(lake), "--specs", str(specs)]
     assert main(["table", "rates", "get", "EUR", "--as-of", "2024-03-02T07:00Z", *where]) == EXIT_OK
     assert capsys.readouterr().out.strip() == ("rates EUR as of 2024-03-02T07:00:00Z: rate=1.2 "
@@ -139,15 +141,7 @@ def test_the_dagster_query_job(spark: Any, table: VersionedTableRef) -> None:
     from pipelines.definitions import build_definitions
 
     lake = str(Path(table.path).parent.parent)
-    spec = {"operator": "stream_table_join", "name": "orders_with_rates", "start_date": "2024-03-01",
-            "stream": {"name": "orders", "format": "jsonl", "ts_column": "ts",
-                       "key_columns": [{"name": "currency", "type": "string"}],
-                       "value_columns": [{"name": "amount", "type": "double"}]},
-            "table": {"name": "rates", "format": "csv", "ts_column": "ts",
-                      "key_columns": [{"name": "currency", "type": "string"}],
-                      "value_columns": [{"name": "rate", "type": "double"}]},
-            "history_retention_ms": 24 * H}
-    defs = build_definitions([spec], lake_root=lake)
+    defs = build_definitions([SPEC], lake_root=lake)
     job = defs.resolve_job_def("rates_query")
     assert "orders_query" not in defs.get_repository_def().job_names   # an events table: no versions
 
