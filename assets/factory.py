@@ -45,6 +45,7 @@ from assets.metadata import (
     backfill_metadata,
     batch_metadata,
     day_metadata,
+    day_share,
     settings_metadata,
     table_metadata,
 )
@@ -171,18 +172,18 @@ def _microbatch_job(spec: PipelineSpec) -> JobDefinition:
         metadata = {**batch_metadata(r, output_path=layout.output, progress=progress),
                     **table_metadata(None, delta.table_schema(layout.output)
                                      if delta.table_exists(layout.output) else None)}
-        # Each day's materialization carries that day's rows (written now, and in total), from
-        # the output's Delta log: no Spark job.
+        # Each day's materialization carries that day's rows (written now, and in total, from
+        # the output's Delta log: no Spark job) and which batch wrote them; the batch's own
+        # numbers go once into an observation, so plots per day or per event do not repeat them.
         written = observe.batch_day_rows(layout, r.output_version)
         rows_now = observe.day_rows(layout) if r.event_days_touched else {}
+        shared = day_share(metadata)
         for day in r.event_days_touched:
             yield AssetMaterialization(
                 asset_key=join_key, partition=day, tags={MODE_TAG: MODE_MICROBATCH},
                 metadata={**day_metadata(day, written=written.get(day), rows_now=rows_now.get(day)),
-                          **metadata})
-        if not r.event_days_touched:
-            # A batch that only filled a buffer still happened: record it.
-            yield AssetObservation(asset_key=join_key, metadata=metadata)
+                          **shared})
+        yield AssetObservation(asset_key=join_key, metadata=metadata)
         held = buffer_observation(layout, r.stream_time)
         if held is not None:
             yield held

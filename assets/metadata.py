@@ -133,6 +133,21 @@ def batch_metadata(r: RunSummary, *, output_path: str, progress: Progress | None
     return out
 
 
+# What identifies a micro-batch on each day's materialization; its other numbers are reported
+# once per batch (an observation of the join asset), so that a plot per day or per event
+# never repeats one batch's numbers under each day it wrote to.
+BATCH_REFERENCE = ("batch_id", "delta_version")
+
+
+def day_share(batch: dict[str, Any]) -> dict[str, Any]:
+    """The part of a micro-batch's metadata that goes on each day's materialization: its
+    references and descriptions (text, paths, times, tables), none of its numbers."""
+    from dagster import FloatMetadataValue, IntMetadataValue
+
+    return {k: v for k, v in batch.items()
+            if k in BATCH_REFERENCE or not isinstance(v, IntMetadataValue | FloatMetadataValue)}
+
+
 def day_metadata(day: str, *, written: int | None, rows_now: int | None) -> dict[str, Any]:
     """One event day's share of a micro-batch: the rows it wrote there and the day's rows now."""
     out = {"event_day": MetadataValue.text(day), "rows_out": _int(written)}

@@ -30,7 +30,7 @@ from typing import Any
 
 from pipelines.demo_deliveries import DeliveriesResult, ingest_and_join, summary
 from pipelines.demo_deliveries import land as land_deliveries
-from pipelines.demo_runner import Demo, checks_and_nightly_backfill
+from pipelines.demo_runner import Demo, checks_and_nightly_backfill, microbatches
 from pipelines.demo_runner import fresh_root as _fresh_root
 from pipelines.sample_data import SampleConfig
 
@@ -103,11 +103,9 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
                     demo.say(f"  ingest {source.name} batch {md['batch_id']}: {md['rows_in']} rows in = "
                              f"{md['stored']} stored + {md['expired']} expired + {md['quarantined']} "
                              f"quarantined (Delta v{md['delta_version']})")
-        for ev in demo.sensor_runs(f"{spec.name}_microbatch_sensor"):
-            mds = [md for _, md in ev.materializations] or ev.observations_of(spec.name)
-            if mds and "batch_id" in mds[0]:
-                out.batches.append(mds[0])
-                demo.say(f"  micro-{_batch_line(mds[0])}")
+        for md in microbatches(demo, spec):
+            out.batches.append(md)
+            demo.say(f"  micro-{_batch_line(md)}")
         land_deliveries(wave.index, deliveries.waves[wave.index],
                         Path(layout.landing(dspec.right)), demo)
         ingest_and_join(demo, dspec, out.deliveries)

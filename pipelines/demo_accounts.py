@@ -20,6 +20,7 @@ from pipelines.definitions import ACCOUNTS_SPEC, COUNT_SPEC, FK_SPEC
 from pipelines.demo_order_customer import OrderCustomerResult, ingest_and_join
 from pipelines.demo_order_customer import land as land_orders
 from pipelines.demo_order_customer import summary as fk_summary
+from pipelines.demo_runner import microbatches
 from pipelines.demo_runner import short_ts as _ts
 from pipelines.sample_accounts import generate_accounts, write_accounts_wave
 from pipelines.sample_data import SampleConfig
@@ -83,15 +84,12 @@ def run_accounts(demo: Demo, root: Path, cfg: SampleConfig) -> AccountsResult:
                 for _, md in ev.materializations:
                     demo.say(f"  ingest {source.name} batch {md['batch_id']}: {md['rows_in']} rows "
                              f"(Delta v{md['delta_version']})")
-        for ev in demo.sensor_runs(f"{spec.name}_microbatch_sensor"):
-            mds = [md for _, md in ev.materializations] or ev.observations_of(spec.name)
-            if mds and "batch_id" in mds[0]:
-                out.batches.append(mds[0])
-                demo.say(f"  micro-{_line(mds[0])}")
-        for ev in demo.sensor_runs(f"{count.name}_microbatch_sensor"):
-            for md in [md for _, md in ev.materializations][:1]:
-                demo.say(f"  {count.name} batch {md['batch_id']}: {md['batch_rows_in']} join results "
-                         f"in, {md['batch_rows_out']} country counts out")
+        for md in microbatches(demo, spec):
+            out.batches.append(md)
+            demo.say(f"  micro-{_line(md)}")
+        for md in microbatches(demo, count):
+            demo.say(f"  {count.name} batch {md['batch_id']}: {md['batch_rows_in']} join results "
+                     f"in, {md['batch_rows_out']} country counts out")
         ingest_and_join(demo, fk, fk_out)
 
     session = demo.defs.resources["spark"].get_session()

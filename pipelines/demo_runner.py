@@ -208,9 +208,12 @@ def ingest_sources(demo: Demo, sources: Any) -> None:
 def microbatches(demo: Demo, spec: Any) -> Iterator[dict[str, Any]]:
     """Tick the join's micro-batch sensor, run what it asks for: each batch's metadata."""
     for ev in demo.sensor_runs(f"{spec.name}_microbatch_sensor"):
-        mds = [md for _, md in ev.materializations] or ev.observations_of(spec.name)
-        if mds and "batch_id" in mds[0]:
-            yield mds[0]
+        # The batch's numbers are one observation of the join; each day it wrote to has a
+        # materialization with that day's rows.
+        for md in ev.observations_of(spec.name):
+            if "batch_id" in md:
+                days = [d for _, d in ev.materializations]
+                yield {**(days[0] if days else {}), **md}
 
 
 def _print_checks(demo: Demo, events: Events) -> dict[str, bool]:

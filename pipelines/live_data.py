@@ -24,7 +24,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.partitions import day_start_ms
+from joins.core.time import day_start_ms
 from pipelines.sample_data import BASE_RATES, HOUR_MS, MINUTE_MS, Wave
 
 

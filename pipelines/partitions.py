@@ -19,12 +19,12 @@ import logging
 
 from dagster import DailyPartitionsDefinition, PartitionKeyRange
 
+from joins.core.time import day_of
 from joins.pipeline import PipelineLayout
-from joins.pipeline.observe import data_days, event_day
+from joins.pipeline.observe import data_days
 
 log = logging.getLogger(__name__)
 
-DAY_MS = 86_400_000
 DAY_FORMAT = "%Y-%m-%d"
 
 
@@ -58,21 +58,12 @@ def fitted_partitions(layout: PipelineLayout) -> DailyPartitionsDefinition:
     return event_day_partitions(parse_day_key(days[0]), parse_day_key(days[1]))
 
 
-def day_of(ts_ms: int) -> dt.date:
-    """The UTC event day of an event time in ms."""
-    return dt.date.fromisoformat(event_day(ts_ms))
-
-
 def day_key(day: dt.date) -> str:
     return day.strftime(DAY_FORMAT)
 
 
 def parse_day_key(key: str) -> dt.date:
     return dt.datetime.strptime(key, DAY_FORMAT).date()
-
-
-def day_start_ms(day: dt.date) -> int:
-    return (day - dt.date(1970, 1, 1)).days * DAY_MS
 
 
 def days_in_range(first: dt.date, last: dt.date) -> list[dt.date]:

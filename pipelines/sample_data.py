@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.partitions import DAY_MS, day_start_ms
+from joins.core.time import DAY_MS, day_start_ms
 
 MINUTE_MS = 60_000
 HOUR_MS = 60 * MINUTE_MS

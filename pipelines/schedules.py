@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 from dagster import RunRequest, ScheduleDefinition, ScheduleEvaluationContext, SkipReason, schedule
 
 from assets.factory import MODE_BACKFILL, MODE_TAG, PipelineAssets, layout_of
+from joins.core.time import day_start_ms
 from pipelines.checks import stale_days
 from pipelines.partitions import (
     contiguous_ranges,
     day_key,
-    day_start_ms,
     days_in_range,
     horizon_range,
     parse_day_key,

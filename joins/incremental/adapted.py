@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from joins import lake
 from joins.errors import ConfigError
 from joins.incremental.sources import Source
+from joins.spark.exprs import event_date
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -96,7 +97,7 @@ class DeltaTableSource(Source):
         return raw.select(
             *(F.col(k).alias(a) for k, a in zip(self.key, keys, strict=True)),
             *(F.col(v) for v in values),
-            ts.alias(TS), F.to_date(F.timestamp_millis(ts)).alias(EVENT_DATE),
+            ts.alias(TS), event_date(ts).alias(EVENT_DATE),
             F.col(SEQ), F.col(SEQ).alias(ARRIVAL),
             F.shiftright(F.col(SEQ), _VERSION_SHIFT).alias(BATCH_ID),
             F.coalesce(tomb, F.lit(False)).alias(TOMBSTONE))

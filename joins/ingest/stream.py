@@ -24,7 +24,8 @@ from joins.operators.versioned_table.quarantine import (
     batch_quarantine_counts,
     commit_quarantine,
 )
-from joins.operators.versioned_table.spark_batch import BATCH_ID, SOURCE_ID, event_date
+from joins.operators.versioned_table.spark_batch import BATCH_ID, SOURCE_ID
+from joins.spark.exprs import event_date
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

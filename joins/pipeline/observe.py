@@ -9,24 +9,17 @@ table stores its event time as `ts`.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from joins import lake
+from joins.core.time import event_day
 
 if TYPE_CHECKING:
     from joins.pipeline.spec import PipelineInput, PipelineLayout, SourceLayout
 
 EVENT_DATE = "event_date"
 TS = "ts"
-DAY_MS = 86_400_000
-
-
-def event_day(ts_ms: int) -> str:
-    """The UTC event day (YYYY-MM-DD) of an event time in ms."""
-    stamp = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ts_ms)
-    return stamp.date().isoformat()
 
 
 def day_rows(layout: PipelineLayout) -> dict[str, int | None]:

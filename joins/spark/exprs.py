@@ -65,6 +65,20 @@ def iso_time_sql(ms_sql: str) -> str:
     return f"CASE WHEN {ms} IS NULL THEN NULL ELSE concat({clock}, {frac}, 'Z') END"
 
 
+def event_date(ts: Column) -> Column:
+    """The UTC event day (a DATE) of an event time in ms: `joins.core.time.event_day` in Spark,
+    the partition column of every output. Day arithmetic, not `to_date(timestamp_millis(ts))`,
+    which takes the session's time zone: a session not set to UTC would file rows under the
+    wrong day."""
+    import datetime as dt
+
+    from pyspark.sql import functions as F
+
+    from joins.core.time import DAY_MS
+
+    return F.date_add(F.lit(dt.date(1970, 1, 1)), F.floor(ts / F.lit(DAY_MS)).cast("int"))
+
+
 def duration_sql(ms_sql: str) -> str:
     """SQL text of a duration in ms (a BIGINT expression) as `joins.core.human.duration`
     spells it: `30 min`, `2 days 6 h`, `1 s 500 ms`."""

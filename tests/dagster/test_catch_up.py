@@ -15,6 +15,7 @@ from pipelines.definitions import DEMO_SPEC, build_definitions
 from pipelines.partitions import fitted_partitions
 from pipelines.sample_data import HOUR_MS, SampleConfig, generate, write_wave
 from resources import LakeResource, SparkResource
+from tests.dagster.test_materialize import _batch, _materializations
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -24,13 +25,6 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 THREE_DAYS = SampleConfig(days=3, waves=3, orders_per_day=8, rate_interval_ms=4 * HOUR_MS,
                           late_orders=0, late_rates=0)
 INNER = {**DEMO_SPEC, "join": "inner", "description": "The demo's join, inner, added late."}
-
-
-def _metadata(result: dg.ExecuteInProcessResult) -> list[tuple[str | None, dict[str, Any]]]:
-    return [(ev.event_specific_data.materialization.partition,
-             {k: getattr(v, "value", getattr(v, "text", v))
-              for k, v in ev.event_specific_data.materialization.metadata.items()})
-            for ev in result.all_events if ev.event_type_value == "ASSET_MATERIALIZATION"]
 
 
 def test_a_join_added_over_three_days_of_ingested_data_equals_their_backfill(
@@ -50,8 +44,8 @@ def test_a_join_added_over_three_days_of_ingested_data_equals_their_backfill(
 
         run = defs.resolve_job_def(ja.microbatch_job_name).execute_in_process(
             instance=instance, run_config=QUIET)
-        batch = _metadata(run)[0][1]
-        assert sorted(p for p, _ in _metadata(run)) == days
+        batch = _batch(run, INNER["name"])
+        assert sorted(p for p, _ in _materializations(run)) == days
         assert batch["batch_rows_in_stream"] == sum(len(w.orders) for w in waves)
         assert batch["batch_lookup_beyond_history_retention"] == 0
         # Reloaded (partitions are fixed while a code location is loaded), the join offers every
@@ -63,6 +57,6 @@ def test_a_join_added_over_three_days_of_ingested_data_equals_their_backfill(
         for day in days:
             backfill = dg.materialize([reloaded.join], resources=resources, instance=instance,
                                       partition_key=day, run_config=QUIET)
-            [(partition, md)] = _metadata(backfill)
+            [(partition, md)] = _materializations(backfill)
             assert partition == day and md["rows_out"] > 0
             assert md["agrees_with_microbatches"], (day, md["difference"])

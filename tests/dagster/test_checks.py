@@ -11,11 +11,11 @@ import pytest
 from assets.factory import build_pipeline_assets
 from joins import audit
 from joins import lake as delta
+from joins.core.time import day_start_ms
 from joins.operators.stream_table_join.pipeline import StreamTableJoinEngine
 from joins.pipeline import BackfillSummary, DayDifference, observe
 from pipelines.checks import AGREEMENT, NO_DUPLICATES, QUARANTINE, build_join_checks, stale_days
 from pipelines.definitions import DEMO_SPEC, build_definitions
-from pipelines.partitions import day_start_ms
 from resources import LakeResource, SparkResource
 
 HOUR = 3_600_000

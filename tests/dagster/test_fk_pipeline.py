@@ -19,7 +19,7 @@ from joins.pipeline import parse_pipeline_spec
 from pipelines.definitions import build_definitions, checks_job_name
 from pipelines.demo_order_customer import SPEC
 from resources import LakeResource, SparkResource
-from tests.dagster.test_materialize import QUIET, _checks, _materializations
+from tests.dagster.test_materialize import QUIET, _batch, _checks, _materializations
 
 DAY1 = 1_709_251_200_000          # 2024-03-01T00:00Z
 HOUR = 3_600_000
@@ -95,8 +95,8 @@ def test_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: Path) -
             _land(Path(layout.landing(ja.spec.right)), f"{n:04d}.jsonl", customers)
             _land(Path(layout.landing(ja.spec.left)), f"{n:04d}.jsonl", orders)
             dg.materialize(ja.assets[:2], resources=resources, instance=instance, run_config=QUIET)
-            [(_, md), *_] = _materializations(microbatch.execute_in_process(
-                instance=instance, run_config=QUIET))
+            md = _batch(microbatch.execute_in_process(instance=instance, run_config=QUIET),
+                        "orders_with_customer")
             for key in ("batch_subscriptions", "batch_subscriptions_sent", "batch_answers",
                         "batch_fan_out", "batch_stale_discarded", "batch_rows_out",
                         "batch_out_of_order_ignored_left"):

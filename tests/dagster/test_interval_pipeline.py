@@ -18,7 +18,7 @@ from pipelines.definitions import DELIVERIES_SPEC, build_definitions, checks_job
 from pipelines.sample_data import HOUR_MS, SampleConfig, generate, write_wave
 from pipelines.sample_deliveries import DeliveryConfig, generate_deliveries, write_deliveries
 from resources import LakeResource, SparkResource
-from tests.dagster.test_materialize import QUIET, _checks, _materializations, _values
+from tests.dagster.test_materialize import QUIET, _batch, _checks, _materializations
 
 TINY = SampleConfig(days=2, waves=3, orders_per_day=12, rate_interval_ms=4 * HOUR_MS,
                     late_orders=0, late_rates=0)
@@ -66,11 +66,7 @@ def test_ingest_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: 
                              Path(layout.landing(ja.spec.right)))
             dg.materialize(ja.assets[:2], resources=resources, instance=instance, run_config=QUIET)
             result = microbatch.execute_in_process(instance=instance, run_config=QUIET)
-            mats = _materializations(result)
-            mds = [md for _, md in mats] or [
-                _values(ev.event_specific_data.asset_observation.metadata)
-                for ev in result.all_events if ev.event_type_value == "ASSET_OBSERVATION"]
-            md = mds[0]
+            md = _batch(result, "orders_with_deliveries")
             # The batch's totals carry a `batch_` prefix (a day's materialization has its own rows).
             for key in ("buffered_left", "buffered_right", "late_left", "late_right",
                         "outer_rows_left", "outer_rows_right", "joined_rows"):

@@ -35,6 +35,13 @@ def _materializations(result: dg.ExecuteInProcessResult) -> list[tuple[str | Non
             for ev in result.all_events if ev.event_type_value == "ASSET_MATERIALIZATION"]
 
 
+def _batch(result: dg.ExecuteInProcessResult, join: str) -> dict[str, Any]:
+    """A micro-batch run's report: its numbers (one observation of the join asset) over the
+    first day's materialization (that day's rows and the batch's references)."""
+    days = _materializations(result)
+    return {**(days[0][1] if days else {}), **_observations(result)[join]}
+
+
 def _observations(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
     return {ev.event_specific_data.asset_observation.asset_key.to_user_string():
             _values(ev.event_specific_data.asset_observation.metadata)
@@ -82,7 +89,10 @@ def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
             run = microbatch.execute_in_process(instance=instance, run_config=QUIET)
             mats = _materializations(run)
             assert mats, "the micro-batch reports the event days it wrote to"
-            md = mats[0][1]
+            md = _batch(run, "orders_with_rates")
+            # A day's materialization holds the day's numbers and which batch wrote them, not
+            # the batch's totals (reported once, so no plot repeats them under each day).
+            assert all("batch_rows_in" not in d and d["batch_id"] == md["batch_id"] for _, d in mats)
             assert {"delta_version", "batch_rows_in", "rows_out", "batch_quarantined",
                     "batch_still_buffered", "stream_time", "event_days_touched", "lateness",
                     "table_path", "batch_late_joined", "dagster/row_count", "dagster/column_schema",

@@ -10,15 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from joins.core.time import DAY_MS, day_of, day_start_ms
 from joins.operators.stream_table_join.pipeline import StreamTableJoinEngine
 from joins.pipeline import PipelineLayout, observe, parse_pipeline_spec
 from pipelines.definitions import DEMO_SPEC
 from pipelines.partitions import (
-    DAY_MS,
     contiguous_ranges,
     day_key,
-    day_of,
-    day_start_ms,
     event_day_partitions,
     fitted_partitions,
     horizon_range,

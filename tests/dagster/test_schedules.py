@@ -9,11 +9,11 @@ import dagster as dg
 import pytest
 from dagster._core.test_utils import create_run_for_test
 
+from joins.core.time import day_start_ms
 from joins.operators.stream_table_join.pipeline import StreamTableJoinEngine
 from joins.pipeline import observe
 from pipelines.checks import AGREEMENT
 from pipelines.definitions import DEMO_SPEC, build_definitions
-from pipelines.partitions import day_start_ms
 from resources import LakeResource
 
 NAME = "orders_with_rates_nightly_backfill"

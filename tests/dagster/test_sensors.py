@@ -173,9 +173,9 @@ def test_landing_sensor_shows_the_files_waiting(defs, instance, lake_root: Path)
 
 def test_staleness_sensor_checks_the_late_data_horizon_after_micro_batches(
         instance, lake_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from joins.core.time import DAY_MS
     from joins.operators.stream_table_join.pipeline import StreamTableJoinEngine
     from joins.pipeline import observe
-    from pipelines.partitions import DAY_MS
 
     days = ["2024-03-01", "2024-03-02", "2024-03-03"]
     monkeypatch.setattr(observe, "day_rows", lambda layout: dict.fromkeys(days, 5))

@@ -83,3 +83,21 @@ def test_outputs_carry_a_timestamp_beside_each_event_time(spark: Any) -> None:
                            "valid_to_utc").collect()
     assert (row["a"], row["b"], row["valid_to_utc"]) == (1709253000000, 1709253000500, None)
     assert with_utc_times(out).columns == out.columns   # a frame read back keeps its twins
+
+
+@spark_examples(3)
+@given(values=st.lists(EPOCH_MS, min_size=1, max_size=40))
+def test_the_spark_event_date_is_joins_core_time_event_day(spark: Any, values: list[int]) -> None:
+    from pyspark.sql import functions as F
+
+    from joins.core.time import event_day
+    from joins.spark.exprs import event_date
+
+    frame = spark.createDataFrame([(v,) for v in values], "x long")
+    old = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        got = [r[0].isoformat() for r in frame.select(event_date(F.col("x"))).collect()]
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", old)
+    assert got == [event_day(v) for v in values]

@@ -68,7 +68,7 @@ def temporal_history(left: DataFrame, right: DataFrame, spec: FkJoinSpec,
     valid_to, event_date (of valid_from). `left` / `right`: the two changelogs."""
     from pyspark.sql import functions as F
 
-    from joins.operators.versioned_table.spark_batch import event_date
+    from joins.spark.exprs import event_date
 
     li = _intervals(left, "left", spec, cols).where(F.col(_P))
     ri = _intervals(right, "right", spec, cols)

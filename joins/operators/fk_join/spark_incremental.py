@@ -167,7 +167,7 @@ class FkJoinStep:
     def _output(self, ctx: StepContext, guarded: DataFrame) -> Written:
         from pyspark.sql import functions as F
 
-        from joins.operators.versioned_table.spark_batch import event_date
+        from joins.spark.exprs import event_date
 
         cols, bid = self.cols, ctx.batch_id
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from joins.core.time import DAY_MS
 from joins.errors import ConfigError
 from joins.incremental.backfill import BackfillContext, BackfillResult, BackfillRows, run_backfill
 from joins.operators.interval_join.columns import (
@@ -41,7 +42,6 @@ from joins.sql import SIDES, Side
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-DAY_MS = 86_400_000
 
 
 def settled_until(step: IntervalJoinStep, carry: dict[str, Any]) -> int | None:

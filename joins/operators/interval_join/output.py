@@ -157,7 +157,7 @@ def event_time(layout: JoinLayout) -> Column:
 
 def event_day(layout: JoinLayout) -> Column:
     """The output's partition: the UTC day of `event_time`."""
-    from joins.operators.versioned_table.spark_batch import event_date
+    from joins.spark.exprs import event_date
 
     return event_date(event_time(layout))
 

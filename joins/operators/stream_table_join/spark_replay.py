@@ -27,6 +27,7 @@ from joins.operators.stream_table_join.columns import BATCH_ID, EMIT_SEQ, REASON
 from joins.operators.stream_table_join.reference import METRIC_NAMES
 from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTableRecord
 from joins.operators.stream_table_join.state import JoinPaths
+from joins.spark.exprs import event_date
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -55,7 +56,7 @@ def _stream_rows(spark: SparkSession, spec: StreamTableJoinSpec,
             spec.lookup_key(r.key, r.value, index=r.i) if r.value is not None else None)
         rows.append((key_text(r.key), value_text(r.value), r.ts, None, r.i, key_text(lookup)))
     df = spark.createDataFrame(rows, STREAM_SCHEMA)
-    return df.withColumn("event_date", F.to_date(F.timestamp_millis(F.col("ts"))))
+    return df.withColumn("event_date", event_date(F.col("ts")))
 
 
 def _changelog_rows(spark: SparkSession, records: Sequence[StreamTableRecord]) -> DataFrame:

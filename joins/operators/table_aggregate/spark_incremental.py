@@ -129,7 +129,7 @@ class TableAggregateStep:
     def _output(self, ctx: StepContext, result: DataFrame) -> Written:
         from pyspark.sql import functions as F
 
-        from joins.operators.versioned_table.spark_batch import event_date
+        from joins.spark.exprs import event_date
 
         def rows(df: DataFrame) -> DataFrame:
             return df.select(

@@ -158,8 +158,7 @@ class TableFilterStep:
     def _output(self, ctx: StepContext, folded: DataFrame) -> Written:
         from pyspark.sql import functions as F
 
-        from joins.operators.versioned_table.spark_batch import event_date
-        from joins.spark.exprs import count_if
+        from joins.spark.exprs import count_if, event_date
 
         acc, key = F.col(ACC), self.cols.key
 

@@ -101,7 +101,7 @@ def temporal_history(left: DataFrame, right: DataFrame, spec: TableTableJoinSpec
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from joins.operators.versioned_table.spark_batch import event_date
+    from joins.spark.exprs import event_date
 
     changelogs: dict[Side, DataFrame] = {"left": left, "right": right}
     events = _versions(changelogs, "left", spec, cols).unionByName(

@@ -102,13 +102,6 @@ def ts_out_of_range(ts: Column, lo: int = TS_MIN_MS, hi: int = TS_MAX_MS) -> Col
     return (ts < F.lit(lo)) | (ts > F.lit(hi))
 
 
-def event_date(ts: Column) -> Column:
-    """The UTC calendar date of an event time in ms: the partition column."""
-    from pyspark.sql import functions as F
-
-    return F.to_date(F.timestamp_millis(ts))
-
-
 def require_columns(df: DataFrame, columns: list[str], *, what: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:

@@ -51,7 +51,6 @@ from joins.operators.versioned_table.spark_batch import (
     TS_MAX_MS,
     TS_MIN_MS,
     VersionedDeltaLayout,
-    event_date,
     read_stream_time,
     require_columns,
     ts_out_of_range,
@@ -62,7 +61,7 @@ from joins.operators.versioned_table.stream_time import (
     STREAM_TIME,
     with_stream_time,
 )
-from joins.spark.exprs import expired_reason_sql, ident
+from joins.spark.exprs import event_date, expired_reason_sql, ident
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,0 +1,29 @@
+"""Event days: the one rule every layer uses to cut event time into days.
+
+An event day is a UTC calendar day of event time (epoch ms). It is the Delta partition of every
+output (`event_date`), the Dagster partition of every join asset, and the unit of backfills, so
+the engine, the checks and the schedule must agree on it to the millisecond: this module and
+its Spark twin (`joins.spark.exprs.event_date`) are its only definitions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+DAY_MS = 86_400_000
+_EPOCH_DAY = dt.date(1970, 1, 1)
+
+
+def day_of(ts_ms: int) -> dt.date:
+    """The UTC event day of an event time in ms."""
+    return _EPOCH_DAY + dt.timedelta(days=ts_ms // DAY_MS)
+
+
+def event_day(ts_ms: int) -> str:
+    """The UTC event day of an event time in ms, as `YYYY-MM-DD`."""
+    return day_of(ts_ms).isoformat()
+
+
+def day_start_ms(day: dt.date) -> int:
+    """The first millisecond of a UTC event day."""
+    return (day - _EPOCH_DAY).days * DAY_MS
