@@ -14,9 +14,10 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 
 from assets.factory import build_pipeline_assets
-from pipelines.definitions import DEMO_SPEC, SPECS_DIR, backfill_job_name
+from pipelines.definitions import DEMO_SPEC, backfill_job_name
 from pipelines.dev import warm_spark
 from pipelines.warm_up import DAYS, sample_lake
 from resources import SparkResource
@@ -82,7 +83,9 @@ def demo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
     root, home, specs = tmp_path / "lake", tmp_path / "dagster_home", tmp_path / "specs"
     home.mkdir()
     specs.mkdir()
-    (specs / "orders_with_rates.yaml").write_text((SPECS_DIR / "orders_with_rates.yaml").read_text())
+    # The demo's join with its sources inline: one self-contained file (the folder's own names
+    # the shared `orders` source defined in another file).
+    (specs / "orders_with_rates.yaml").write_text(yaml.safe_dump(DEMO_SPEC, sort_keys=False))
     env = {"TJ_LAKE_ROOT": str(root), "TJ_SPECS_DIR": str(specs), "TJ_SHUFFLE_PARTITIONS": "2",
            "DAGSTER_HOME": str(home)}
     for key, value in env.items():
