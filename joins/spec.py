@@ -71,6 +71,21 @@ def unknown_key_hint(cls: type[BaseModel], loc: Sequence[Any]) -> str:
     return did_you_mean(str(loc[-1]), known_keys(cls, loc[:-1])) if loc else ""
 
 
+def config_problem(err: Any, cls: type[BaseModel] | None, loc: Sequence[Any], *,
+                   setting_of: str) -> str:
+    """One pydantic error of a spec file as `config.<key>: <problem>`: an unknown key with the
+    near miss it meant (keys of `cls` at `loc`), a missing one, or the validator's words."""
+    key = ".".join(str(p) for p in loc) or "(root)"
+    if err["type"] == "extra_forbidden":
+        hint = unknown_key_hint(cls, loc) if cls is not None else ""
+        return f"config.{key}: unknown key (not a setting of {setting_of}){hint}"
+    if err["type"] == "missing":
+        return f"config.{key}: required setting is missing"
+    # A whole mapping or list echoed back says nothing the key's path does not.
+    got = f" (got {err['input']!r})" if not isinstance(err.get("input", {}), dict | list) else ""
+    return f"config.{key}: {str(err['msg']).removeprefix('Value error, ')}{got}"
+
+
 def describe_validation_error(exc: ValidationError) -> tuple[str, str]:
     """(field path, message) of the first problem, in words a user can act on."""
     err = exc.errors()[0]

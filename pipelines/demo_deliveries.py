@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.demo_runner import Demo, checks_and_nightly_backfill, ingest_sources, microbatches
+from pipelines.demo_runner import (
+    Demo,
+    checks_and_nightly_backfill,
+    ingest_sources,
+    microbatches,
+    short_ts,
+)
 
 
 @dataclass
@@ -25,13 +31,9 @@ class DeliveriesResult:
 
 
 def _wm_text(md: Mapping[str, Any], prefix: str) -> str:
-    def short(seconds: float) -> str:   # a timestamp's metadata value: seconds since the epoch
-        import datetime as dt
-
-        return (dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds)).strftime("%m-%d %H:%M")
-
+    # A timestamp's metadata value is seconds since the epoch.
     marks = {k[len(prefix):]: v for k, v in md.items() if k.startswith(prefix)}
-    return ", ".join(f"{k} {short(v)}" for k, v in sorted(marks.items())) or "-"
+    return ", ".join(f"{k} {short_ts(round(v * 1000))}" for k, v in sorted(marks.items())) or "-"
 
 
 def ingest_and_join(demo: Demo, spec: Any, out: DeliveriesResult) -> None:

@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from joins.core.human import duration, iso_time
 from pipelines.dagster_server import DagsterServer
 from pipelines.dev import WarmSpark, run_worker, warm_spark
 from pipelines.live_data import LiveConfig, LiveGenerator
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                     write_wave(wave, orders_dir=Path(layout.landing(spec.stream)),
                                rates_dir=Path(layout.landing(spec.table)))
                     print(f"wave {wave.index}: {len(wave.orders)} orders, {len(wave.rates)} rates "
-                          f"landed (event time up to {_utc(generator.wave_start)}); "
+                          f"landed (event time up to {iso_time(generator.wave_start)}); "
                           f"{_behind(stream_time, generator.wave_start)}",
                           flush=True)
                 # Partitions follow the data: reload the location when a new day has data.
@@ -162,17 +163,9 @@ def landed_waves(orders_dir: Path) -> int:
 
 
 def _behind(stream_time: int | None, landed_ms: int) -> str:
-    from joins.core.human import duration
-
     if stream_time is None:
         return "the join has not run yet"
     return f"the join's stream time trails it by {duration(max(0, landed_ms - stream_time))}"
-
-
-def _utc(ms: int) -> str:
-    from joins.core.human import iso_time
-
-    return iso_time(ms)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,7 @@ def query_job_name(item: PipelineInput) -> str:
 
 
 def query_job(item: PipelineInput) -> JobDefinition:
-    source = item.source
-    assert source is not None and item.kind == "versioned"
-    types = {c.name: c.type for c in source.key_columns}
+    assert item.source is not None and item.kind == "versioned"
 
     @op(name=f"{item.name}_get_as_of", tags={"kind": "spark"},
         description=f"The value of a key of `{item.name}` valid at an event time.")
@@ -34,9 +32,10 @@ def query_job(item: PipelineInput) -> JobDefinition:
         from joins.query import get, parse_key, parse_time
         from joins.query.tables import table_ref
 
+        table = table_ref(item, lake.root_path())
         try:
-            answer = get(spark.session_for(context), table_ref(item, lake.root_path()),
-                         parse_key(config.key, types), parse_time(config.as_of),
+            answer = get(spark.session_for(context), table, parse_key(config.key, table.key_types),
+                         parse_time(config.as_of),
                          commit=None if config.as_of_commit < 0 else config.as_of_commit)
         except JoinsError as exc:
             raise Failure(description=str(exc)) from None

@@ -161,19 +161,24 @@ def _line_of(node: yaml.Node, path: list[str]) -> int | None:
     return line
 
 
-def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> LoadedSpecs:
-    """Every spec file of `folder`: sources (`kind: source`) first, then the pipelines, which
-    may name them. `taken` are names defined elsewhere (a duplicate name would make two assets
-    of one key)."""
-    errors: list[SpecFileError] = []
+def _read_folder(folder: str | Path) -> tuple[list[tuple[Path, dict[str, Any], str]],
+                                              list[SpecFileError]]:
+    """Every spec file of `folder` as (path, mapping, text), and the files that cannot be read."""
     read: list[tuple[Path, dict[str, Any], str]] = []
+    errors: list[SpecFileError] = []
     for path in spec_files(folder):
         try:
             read.append((path, *read_spec_yaml(path)))
         except JoinsError as exc:
             errors.append(SpecFileError(str(path), str(exc)))
-    names = set(taken or ())
+    return read, errors
+
+
+def _parse_sources(read: list[tuple[Path, dict[str, Any], str]],
+                   names: set[str]) -> tuple[dict[str, SharedSource], list[SpecFileError]]:
+    """The source files among `read`, by name (adding each to `names`), and the bad ones."""
     shared: dict[str, SharedSource] = {}
+    errors: list[SpecFileError] = []
     for path, raw, text in read:
         if not is_source_file(raw):
             continue
@@ -189,6 +194,17 @@ def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> Lo
             continue
         names.add(source.name)
         shared[source.name] = source
+    return shared, errors
+
+
+def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> LoadedSpecs:
+    """Every spec file of `folder`: sources (`kind: source`) first, then the pipelines, which
+    may name them. `taken` are names defined elsewhere (a duplicate name would make two assets
+    of one key)."""
+    read, errors = _read_folder(folder)
+    names = set(taken or ())
+    shared, bad_sources = _parse_sources(read, names)
+    errors += bad_sources
     specs: list[PipelineSpec] = []
     files: dict[str, str] = {}
     storage: dict[str, Storage] = {}
@@ -232,15 +248,8 @@ def resolved_spec(path: str | Path) -> dict[str, Any]:
     """A pipeline spec file's settings with the sources it names (defined in files beside it)
     written inline: the spec as one self-contained mapping (for Python callers and tests)."""
     raw, text = read_spec_yaml(path)
-    shared: dict[str, SharedSource] = {}
-    for other in spec_files(Path(path).parent):
-        try:
-            candidate = read_spec_yaml(other)[0]
-        except JoinsError:
-            continue   # the folder's load reports it
-        if is_source_file(candidate):
-            source = parse_source(candidate, file=str(other))
-            shared[source.name] = source
+    # The folder's load reports unreadable or bad source files; here they are only absent.
+    shared, _ = _parse_sources(_read_folder(Path(path).parent)[0], set())
     cls = spec_classes().get(raw.get("operator"))  # type: ignore[arg-type]
     if cls is None:
         return raw

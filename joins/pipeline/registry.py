@@ -14,7 +14,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from joins.errors import ConfigError, config_error
 from joins.pipeline.spec import PipelineSpec
-from joins.spec import unknown_key_hint
+from joins.spec import config_problem
 
 # operator -> "module:class" of its pipeline spec (imported on first use).
 SPEC_CLASSES: dict[str, str] = {
@@ -73,12 +73,4 @@ def _problem(err: Any) -> str:
     if loc and loc[0] in spec_classes():  # the union's tag, not a key of the file
         cls = spec_classes()[loc[0]]
         loc = loc[1:]
-    key = ".".join(str(p) for p in loc) or "(root)"
-    if err["type"] == "extra_forbidden":
-        hint = unknown_key_hint(cls, loc) if cls is not None else ""
-        return f"config.{key}: unknown key (not a setting of this pipeline){hint}"
-    if err["type"] == "missing":
-        return f"config.{key}: required setting is missing"
-    # A whole mapping or list echoed back says nothing the key's path does not.
-    got = f" (got {err['input']!r})" if not isinstance(err.get("input", {}), dict | list) else ""
-    return f"config.{key}: {str(err['msg']).removeprefix('Value error, ')}{got}"
+    return config_problem(err, cls, loc, setting_of="this pipeline")

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from joins.core.human import duration
 from joins.errors import ConfigError
 from joins.pipeline.sources import SourceSpec
-from joins.spec import did_you_mean, models_in, unknown_key_hint
+from joins.spec import config_problem, did_you_mean, models_in
 
 if TYPE_CHECKING:
     from joins.pipeline.spec import InputKind, PipelineInput
@@ -64,8 +64,7 @@ class Storage:
             retention = self.history_retention_ms
             return ("a versioned table with history retention "
                     f"{'unbounded' if retention is None else duration(retention)}")
-        return {"events": "an events table", "changelog": "a changelog table",
-                "upstream": "a join's output"}[self.kind]
+        return {"events": "an events table", "changelog": "a changelog table"}[self.kind]
 
 
 def is_source_file(raw: Mapping[str, Any]) -> bool:
@@ -81,20 +80,9 @@ def parse_source(raw: Mapping[str, Any], *, file: str = "") -> SharedSource:
         spec = SourceSpec.model_validate(settings)
     except ValidationError as exc:
         raise ConfigError(f"{who}: invalid config: " + "; ".join(
-            _problem(SourceSpec, err) for err in exc.errors())) from None
+            config_problem(err, SourceSpec, err["loc"], setting_of="a source")
+            for err in exc.errors())) from None
     return SharedSource(spec, settings, file)
-
-
-def _problem(cls: type[BaseModel], err: Any) -> str:
-    loc = list(err["loc"])
-    key = ".".join(str(p) for p in loc) or "(root)"
-    if err["type"] == "extra_forbidden":
-        return f"config.{key}: unknown key (not a setting of a source){unknown_key_hint(cls, loc)}"
-    if err["type"] == "missing":
-        return f"config.{key}: required setting is missing"
-    # A whole mapping or list echoed back says nothing the key's path does not.
-    got = f" (got {err['input']!r})" if not isinstance(err.get("input", {}), dict | list) else ""
-    return f"config.{key}: {str(err['msg']).removeprefix('Value error, ')}{got}"
 
 
 def source_roles(cls: type[BaseModel]) -> dict[str, type[SourceSpec]]:

@@ -30,13 +30,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def run(args: argparse.Namespace) -> None:
     """Answer the question on stdout; QueryError (JoinsError) for a question it cannot answer."""
     from joins.query import get, history, parse_key, parse_time, versioned_table
-    from joins.query.tables import key_types
     from joins.query.versioned import QueryError
 
     specs = args.specs or os.environ.get("TJ_SPECS_DIR") or "pipelines/specs"
     root = os.path.abspath(args.lake or os.environ.get("TJ_LAKE_ROOT") or "./var/lake")
     table = versioned_table(args.name, specs=specs, root=root)
-    key = parse_key(args.key, key_types(args.name, specs=specs))
+    key = parse_key(args.key, table.key_types)
     if args.question == "get" and args.as_of is None:
         raise QueryError("get needs --as-of TIME (ISO 8601 such as 2024-03-02T14:05:00Z, or epoch ms)")
     from joins.spark import get_spark

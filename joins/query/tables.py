@@ -52,13 +52,8 @@ def table_ref(item: PipelineInput, root: str) -> VersionedTableRef:
     layout = VersionedDeltaLayout(key_columns=tuple(c.name for c in source.key_columns),
                                   value_columns=source.value_names,
                                   history_retention_ms=item.history_retention_ms or 0)
-    return VersionedTableRef(source.name, SourceLayout(root).table(source), layout)
-
-
-def key_types(name: str, *, specs: str | Path) -> dict[str, str]:
-    item = _inputs(specs)[0][name]
-    assert item.source is not None
-    return {c.name: c.type for c in item.source.key_columns}
+    return VersionedTableRef(source.name, SourceLayout(root).table(source), layout,
+                             {c.name: c.type for c in source.key_columns})
 
 
 def parse_key(text: str, types: dict[str, str]) -> dict[str, Any]:

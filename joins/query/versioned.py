@@ -18,7 +18,7 @@ the driver (what the answer is made of).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from joins.core.human import duration, iso_time
@@ -50,6 +50,7 @@ class VersionedTableRef:
     name: str
     path: str
     layout: VersionedDeltaLayout
+    key_types: dict[str, str] = field(default_factory=dict)   # key column -> declared type
 
 
 @dataclass(frozen=True)
@@ -139,17 +140,22 @@ def history(spark: SparkSession, table: VersionedTableRef, key: dict[str, Any], 
             commit: int | None = None) -> list[Version]:
     """Every version of `key` (oldest first) valid at some time in [start, end]."""
     versions = _versions_frame(spark, table, commit)
-    stream_time = stream_time_of(versions)
-    rows = current_versions(_for_key(versions, table.layout, key), table.layout).orderBy(TS).collect()
-    bound = expiry_bound(stream_time, table.layout.history_retention_ms)
+    held = _held(versions, stream_time_of(versions), table.layout, key)
+    return [v for v in held if (end is None or v.valid_from <= end)
+            and (start is None or v.valid_to is None or v.valid_to > start)]
+
+
+def _held(versions: DataFrame, stream_time: int | None, layout: VersionedDeltaLayout,
+          key: dict[str, Any]) -> list[Version]:
+    rows = current_versions(_for_key(versions, layout, key), layout).orderBy(TS).collect()
+    bound = expiry_bound(stream_time, layout.history_retention_ms)
     out: list[Version] = []
     for i, row in enumerate(rows):
         valid_to = rows[i + 1][TS] if i + 1 < len(rows) else None
-        value = None if row[TOMBSTONE] else {c: row[c] for c in table.layout.value_columns}
+        value = None if row[TOMBSTONE] else {c: row[c] for c in layout.value_columns}
         beyond = bound is not None and valid_to is not None and valid_to <= bound
         out.append(Version(value, row[TS], valid_to, beyond))
-    return [v for v in out if (end is None or v.valid_from <= end)
-            and (start is None or v.valid_to is None or v.valid_to > start)]
+    return out
 
 
 def get(spark: SparkSession, table: VersionedTableRef, key: dict[str, Any], as_of: int, *,
@@ -163,23 +169,22 @@ def get(spark: SparkSession, table: VersionedTableRef, key: dict[str, Any], as_o
         row = found[0]
         return Answer(table.name, key, as_of, commit, {c: row[c] for c in layout.value_columns},
                       row[VALID_FROM], row[VALID_TO], "found")
+    held = _held(versions, stream_time, layout, key)
     return Answer(table.name, key, as_of, commit, None, None, None,
-                  _why_none(spark, table, key, as_of, commit, stream_time))
+                  _why_none(held, key, as_of, stream_time, layout.history_retention_ms))
 
 
-def _why_none(spark: SparkSession, table: VersionedTableRef, key: dict[str, Any], as_of: int,
-              commit: int | None, stream_time: int | None) -> str:
-    held = history(spark, table, key, commit=commit)
+def _why_none(held: list[Version], key: dict[str, Any], as_of: int, stream_time: int | None,
+              retention_ms: int) -> str:
     if not held:
         return f"the table never held key {_key_text(key)} (no version was ever stored for it)"
     first = held[0]
     if as_of < first.valid_from:
         return f"its first version is valid from {iso_time(first.valid_from)}"
-    bound = expiry_bound(stream_time, table.layout.history_retention_ms)
+    bound = expiry_bound(stream_time, retention_ms)
     if bound is not None and as_of < bound:
         return (f"{iso_time(as_of)} is beyond history retention: the table keeps history back to "
                 f"{iso_time(bound)} (stream time {iso_time(stream_time or 0)} minus "
-                f"{duration(table.layout.history_retention_ms)}); older times read only a key's "
-                f"latest version")
+                f"{duration(retention_ms)}); older times read only a key's latest version")
     at = next(v for v in reversed(held) if v.valid_from <= as_of)
     return f"deleted at {iso_time(at.valid_from)} (a tombstone)"
