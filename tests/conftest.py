@@ -25,7 +25,7 @@ budget.register_profiles()   # default, ci (derandomized), long: tests/budget.py
 # One collector thread, not G1's concurrent ones. The `java` launcher reads JDK_JAVA_OPTIONS
 # (and says so on stderr).
 JVM_TEST_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
-SESSION_JVM_OPTIONS = "-XX:+UseSerialGC"
+SESSION_JVM_OPTIONS = os.environ.get("TJ_SESSION_JVM_OPTIONS", "-XX:+UseSerialGC")
 os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_TEST_OPTIONS)
 
 

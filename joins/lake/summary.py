@@ -42,10 +42,10 @@ def _add(total: int | None, n: int | None) -> int | None:
 
 
 def table_summary(path: str | os.PathLike[str] | TableLocation, *, partition_column: str | None = None,
-                  columns: Sequence[str] = ()) -> TableSummary | None:
-    """The latest version's rows (per value of `partition_column`, as its Delta partition
-    string) and the min / max of `columns`; None when there is no table."""
-    snap = open_snapshot(path, missing_ok=True)
+                  columns: Sequence[str] = (), version: int | None = None) -> TableSummary | None:
+    """The latest version's (or `version`'s) rows (per value of `partition_column`, as its
+    Delta partition string) and the min / max of `columns`; None when there is no table."""
+    snap = open_snapshot(path, version=version, missing_ok=True)
     if snap is None:
         return None
     actions = pa.table(snap.table.get_add_actions(flatten=True))

@@ -226,11 +226,17 @@ def read_versions(spark: SparkSession, path: str, *, version: int | None = None)
 
 
 def read_stream_time(spark: SparkSession, path: str, *, version: int | None = None) -> int | None:
-    """Stream time persisted by the table itself (None when the table does not exist yet)."""
-    from joins.lake import read_delta, table_exists
+    """Stream time persisted by the table itself (None when the table does not exist yet).
 
-    if not table_exists(path):
+    From the Delta log's statistics (the largest `ts` of every file: a log read, where a scan
+    would grow with the table every micro-batch); a scan only when a file has no statistics."""
+    from joins.lake import read_delta, table_summary
+
+    summary = table_summary(path, version=version, columns=[TS])
+    if summary is None or summary.rows == 0:
         return None
+    if TS in summary.max:
+        return int(summary.max[TS])
     return stream_time_of(read_delta(spark, path, version=version, columns=[TS]))
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from joins.operators.versioned_table.spark_batch import ARRIVAL, TS
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, WindowSpec
 
 STREAM_TIME = "_stream_time"
 DUPLICATE_ARRIVAL = "_duplicate_arrival"
@@ -49,6 +49,13 @@ def with_stream_time(changelog: DataFrame, *, stream_time_before: int | None,
     # Integer division: exact for any long arrival index (a double would round above 2**53).
     quoted = "`" + arrival_col.replace("`", "``") + "`"
     blocked = changelog.withColumn("_block", F.expr(f"({quoted} - {lo}L) div {width}L"))
+    in_block = Window.partitionBy("_block").orderBy(arrival_col)
+    if hi - lo < width:
+        # One block (every micro-batch below a million records): nothing is carried into it
+        # but the table's own stream time, so the pass collecting block maxima is not needed.
+        carried = blocked.withColumn("_carry", F.when(F.col("_block").isNotNull(),
+                                                      F.lit(stream_time_before)).cast("long"))
+        return _finish(carried, in_block, ts_col, arrival_col)
     # A null arrival (an invalid record, refused later) has no block and carries nothing.
     maxima = sorted((int(r["_block"]), r["m"]) for r in
                     blocked.groupBy("_block").agg(F.max(ts_col).alias("m")).collect()
@@ -60,10 +67,19 @@ def with_stream_time(changelog: DataFrame, *, stream_time_before: int | None,
         if block_max is not None:
             running = int(block_max) if running is None else max(running, int(block_max))
     carries = spark.createDataFrame(carry_rows, "_block long, _carry long")
-    in_block = Window.partitionBy("_block").orderBy(arrival_col)
+    return _finish(blocked.join(F.broadcast(carries), on="_block", how="left"), in_block,
+                   ts_col, arrival_col)
+
+
+def _finish(carried: DataFrame, in_block: WindowSpec, ts_col: str, arrival_col: str) -> DataFrame:
+    """Stream time within a block: its carry and every earlier record of the block."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    arrival = F.col(arrival_col)
     before_in_block = F.max(ts_col).over(in_block.rowsBetween(Window.unboundedPreceding, -1))
     # greatest() skips nulls: null only when neither the table nor an earlier record has a ts.
-    return (blocked.join(F.broadcast(carries), on="_block", how="left")
+    return (carried
             .withColumn(STREAM_TIME, F.greatest(F.col("_carry"), before_in_block))
             # Equal arrivals share a block, so the same window sees every duplicate.
             .withColumn(DUPLICATE_ARRIVAL,
