@@ -71,8 +71,8 @@ def split_statements(text: str) -> Statements:
     query: exp.Query | None = None
     sink: str | None = None
     for statement in parsed:
-        if statement is None:
-            continue
+        if statement is None or isinstance(statement, exp.Semicolon):
+            continue   # an empty statement, or a comment after the last `;` of a line
         if isinstance(statement, exp.Set):
             for item in statement.expressions:
                 key, value = _option(src, item)
