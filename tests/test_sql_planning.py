@@ -248,3 +248,11 @@ def test_the_name_comes_from_insert_into_set_or_the_file() -> None:
 ])
 def test_what_no_operator_runs_is_refused_at_its_position(sql: str, message: str) -> None:
     assert message in refusal(sql)
+
+
+def test_the_readme_sql_is_the_demo_pipeline() -> None:
+    readme = (SQL_SPECS.parents[1] / "README.md").read_text()
+    shown = readme.split("The same pipeline in SQL", 1)[1].split("```sql\n", 1)[1].split("```", 1)[0]
+    demo = plan((SQL_SPECS / "orders_with_rates.sql").read_text())
+    assert plan(shown) == {k: v for k, v in demo.items()
+                           if k not in ("description", "quarantine_threshold")}
