@@ -117,15 +117,16 @@ def load_spec_file(path: str | Path,
     return parse_pipeline_file(Path(path), raw, text, sources or {})[0]
 
 
-def parse_pipeline_file(path: Path, raw: dict[str, Any], text: str,
-                        sources: Mapping[str, SharedSource]) -> tuple[PipelineSpec, set[str]]:
-    """A pipeline spec file, YAML or SQL (`parse_spec_text`)."""
+def parse_pipeline_file(path: Path, raw: dict[str, Any], text: str, sources: Mapping[str, SharedSource]
+                        ) -> tuple[PipelineSpec, set[str], Callable[[str], str]]:
+    """A pipeline spec file, YAML or SQL (`parse_spec_text`), and how a later message about it
+    names the line of a setting."""
     if path.suffix != SQL_SUFFIX:
-        return parse_spec_text(raw, text, sources)
+        return (*parse_spec_text(raw, text, sources), lambda message: with_lines(message, text))
     from joins.sql.pipeline import plan_sql_pipeline
 
     sql = plan_sql_pipeline(text, sources, default_name=path.stem)
-    return parse_spec_text(sql.raw, text, sources, where=sql.locate)
+    return (*parse_spec_text(sql.raw, text, sources, where=sql.locate), sql.locate)
 
 
 def parse_spec_text(raw: dict[str, Any], text: str, sources: Mapping[str, SharedSource], *,
@@ -231,13 +232,13 @@ def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> Lo
         if is_source_file(raw):
             continue
         try:
-            spec, used = parse_pipeline_file(path, raw, text, shared)
+            spec, used, where = parse_pipeline_file(path, raw, text, shared)
             own = {spec.name, *(i.source.name for i in spec.pipeline_inputs()
                                 if i.source is not None and i.source.name not in used)}
             clash = sorted(own & names)
             if clash:
-                raise JoinsError(with_lines(f"config.name: {clash} already defined by another spec; "
-                                            f"pipeline and source names must be unique", text))
+                raise JoinsError(where(f"config.name: {clash} already defined by another spec; "
+                                       f"pipeline and source names must be unique"))
             needs = {i.name: storage_of(i, spec.name) for i in spec.pipeline_inputs()
                      if i.source is not None and i.name in used}
             for name, want in needs.items():

@@ -191,3 +191,13 @@ def test_the_stream_table_join_in_sql_writes_the_yaml_twins_rows(spark: Any, tmp
     assert sorted(r["order_id"] for r in sql) == ["o0", "o1", "o2", "o3", "o4"]
     assert sql == _rows(spark, SPECS_DIR, tmp_path / "yaml")
     assert {r["order_id"]: r["table_rate"] for r in sql}["o4"] == 1.10
+
+
+def test_a_sql_pipeline_repeating_a_name_is_refused_at_its_insert_into(tmp_path: Path) -> None:
+    folder = tmp_path / "specs"
+    shutil.copytree(SQL_SPECS, folder)
+    shutil.copy(folder / "orders_with_rates.sql", folder / "copy.sql")
+    errors = [str(e) for e in load_spec_folder(folder).errors]
+    assert errors == [f"{folder / 'orders_with_rates.sql'}: line 12, column 13, config.name: "
+                      f"['orders_with_rates'] already defined by another spec; pipeline and "
+                      f"source names must be unique"]

@@ -139,6 +139,7 @@ def _name(src: SqlText, statements: Statements, planned: Planned, default_name: 
             raise src.error(statements.query, f"INSERT INTO {statements.sink} and SET 'name' = "
                                               f"{given!r} name the pipeline twice")
         planned.raw["name"] = statements.sink
+        planned.positions["name"] = statements.sink_at or src.at(statements.query)
     planned.raw.setdefault("name", default_name)
     planned.positions.setdefault("name", src.at(statements.query))
     ordered = {"operator": planned.raw.pop("operator"), "name": planned.raw.pop("name")}

@@ -55,6 +55,7 @@ class SqlText:
 class Statements:
     query: exp.Query
     sink: str | None                     # INSERT INTO <sink>: the pipeline's name
+    sink_at: Position | None
     options: dict[str, tuple[Any, Position]]
     where: SqlText
 
@@ -70,6 +71,7 @@ def split_statements(text: str) -> Statements:
     options: dict[str, tuple[Any, Position]] = {}
     query: exp.Query | None = None
     sink: str | None = None
+    sink_at: Position | None = None
     for statement in parsed:
         if statement is None or isinstance(statement, exp.Semicolon):
             continue   # an empty statement, or a comment after the last `;` of a line
@@ -85,7 +87,7 @@ def split_statements(text: str) -> Statements:
             table = statement.this
             if not isinstance(table, exp.Table) or table.args.get("db") or not table.name:
                 raise src.error(statement, "INSERT INTO names the pipeline: one plain name")
-            sink, target = table.name, statement.expression
+            sink, sink_at, target = table.name, src.at(table), statement.expression
         if not isinstance(target, exp.Query):
             raise src.error(statement, f"only SET options and one query (SELECT, or INSERT INTO "
                                        f"<name> SELECT) make a pipeline; {_kind(statement)} is not "
@@ -99,7 +101,7 @@ def split_statements(text: str) -> Statements:
         raise ConfigError("line 1, column 1: no query: a SQL pipeline holds one SELECT (or "
                           "INSERT INTO <name> SELECT) over sources declared in the folder")
     start = offset_of(query)
-    return Statements(query, sink, options, SqlText(text, 0 if start is None else start))
+    return Statements(query, sink, sink_at, options, SqlText(text, 0 if start is None else start))
 
 
 def _parse_error(src: SqlText, exc: ParseError | TokenError) -> ConfigError:
