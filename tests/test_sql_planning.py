@@ -142,6 +142,16 @@ def test_group_by_is_the_aggregate(select: str, aggregate: dict[str, Any]) -> No
     assert raw["group_by"] == ("status" if source == "accounts" else "country")
 
 
+@pytest.mark.parametrize("hinted", [
+    "rates /*+ OPTIONS('history_retention_ms' = '86400000') */ FOR SYSTEM_TIME AS OF o.ts AS r",
+    "rates FOR SYSTEM_TIME AS OF o.ts AS r /*+ OPTIONS('history_retention_ms'='86400000') */"])
+def test_flinks_table_options_hint_is_a_tables_option(hinted: str) -> None:
+    by_set = plan("SET 'rates.history_retention_ms' = 86400000;\n"
+                  + AS_OF.format(how="", on="o.currency = r.currency"))
+    by_hint = plan(f"SELECT * FROM orders o JOIN {hinted} ON o.currency = r.currency")
+    assert by_hint == by_set and by_hint["history_retention_ms"] == 86_400_000
+
+
 def test_the_name_comes_from_insert_into_set_or_the_file() -> None:
     query = "SELECT * FROM customers WHERE country = 'DE'"
     assert plan(query)["name"] == "from_file"
@@ -228,23 +238,36 @@ def test_the_name_comes_from_insert_into_set_or_the_file() -> None:
      "line 1, column 17: a window function"),
     ("CREATE TABLE t (a INT) WITH ('connector' = 'kafka');\nSELECT * FROM t",
      "line 1, column 14: only SET options and one query (SELECT, or INSERT INTO <name> SELECT) make a "
-     "pipeline; CREATE TABLE is not supported (sources are declared in `kind: source` YAML files)"),
+     "pipeline; CREATE TABLE is not supported: sources are declared in `kind: source` YAML files of "
+     "the folder (docs/sql.md)"),
     ("SELECT * FROM customers WHERE country = 'a';\nSELECT * FROM customers WHERE country = 'b'",
      "line 2, column 8: a pipeline file holds one query"),
     ("-- only a comment", "line 1, column 1: no query"),
     ("SELECT * FROM\nWHERE", "line 2, column 5: not valid SQL (Expected table name but got 'WHERE')"),
     ("SET 'join' = 'left';\nSELECT * FROM customers WHERE country = 'DE'",
-     "line 1, column 5: SET 'join': 'join' is given by the query itself, not by an option"),
+     "line 1, column 5: option 'join': 'join' is given by the query itself, not by an option"),
     ("SET 'grace_ms' = 1;\nSET 'grace_ms' = 2;\n" + AS_OF.format(how="", on="o.currency = r.currency"),
      "line 2, column 5: option 'grace_ms' is set twice"),
     ("SET 'ratez.history_retention_ms' = 1;\n" + AS_OF.format(how="", on="o.currency = r.currency"),
-     "line 1, column 5: SET 'ratez.history_retention_ms': 'ratez' is no table of the query (did you "
+     "line 1, column 5: option 'ratez.history_retention_ms': 'ratez' is no table of the query (did you "
      "mean `rates`?)"),
     ("SET 'rates.grace_ms' = 1;\n" + AS_OF.format(how="", on="o.currency = r.currency"),
-     "SET 'rates.grace_ms': 'grace_ms' is not a setting of table 'rates' here (its settings: "
+     "option 'rates.grace_ms': 'grace_ms' is not a setting of table 'rates' here (its settings: "
      "history_retention_ms)"),
     ("SET 'grace_ms' = o.ts;\n" + AS_OF.format(how="", on="o.currency = r.currency"),
      "an option's value is a literal"),
+    ("SET 'a.versioned' = TRUE;\nSELECT * FROM customers c JOIN accounts a /*+ OPTIONS('versioned' = "
+     "'false') */ ON c.customer_id = a.customer_id",
+     "line 2, column 32: option 'a.versioned' is given by SET and by OPTIONS"),
+    ("SELECT * FROM customers c JOIN accounts a /*+ OPTIONS('grace_ms' = '1') */ ON c.customer_id = "
+     "a.customer_id", "line 1, column 32: option 'a.grace_ms': 'grace_ms' is not a setting of table "
+                      "'a' here (its settings: versioned, history_retention_ms)"),
+    ("SELECT /*+ BROADCAST(a) */ * FROM customers c JOIN accounts a ON c.customer_id = a.customer_id",
+     "the query hint /*+ BROADCAST(a) */ is not supported"),
+    ("SELECT * FROM rates FOR SYSTEM_TIME AS OF 5 WHERE rate > 1",
+     "line 1, column 15: FOR SYSTEM_TIME AS OF reads a versioned table in a stream-table join"),
+    ("DELETE FROM rates", "line 1, column 13: only SET options and one query (SELECT, or INSERT INTO "
+                          "<name> SELECT) make a pipeline; DELETE is not supported"),
 ])
 def test_what_no_operator_runs_is_refused_at_its_position(sql: str, message: str) -> None:
     assert message in refusal(sql)

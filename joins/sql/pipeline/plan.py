@@ -27,7 +27,13 @@ from joins.spec import did_you_mean
 from joins.sql.pipeline.joined import Planned, plan_join
 from joins.sql.pipeline.relations import from_table, plain_select, relation_of
 from joins.sql.pipeline.single import plan_single
-from joins.sql.pipeline.text import Position, SqlText, Statements, split_statements
+from joins.sql.pipeline.text import (
+    Position,
+    SqlText,
+    Statements,
+    split_statements,
+    table_options,
+)
 
 # Settings the query itself gives.
 FROM_QUERY = frozenset({"operator", "stream", "table", "left", "right", "source", "upstream",
@@ -83,11 +89,22 @@ def plan_sql_pipeline(text: str, sources: Mapping[str, SharedSource], *,
                                 f"condition in the ON clause (interval join), or filter or "
                                 f"aggregate in a pipeline that reads this one by name")
         _star_only(src, query, "the join")
+        relations = [left, right]
         planned = plan_join(src, left, right, joins[0])
     else:
-        planned = plan_single(src, relation_of(src, from_table(query), sources, upstream_ok=True),
-                              query)
-    _apply_options(src, statements, planned)
+        relations = [relation_of(src, from_table(query), sources, upstream_ok=True)]
+        if relations[0].node.args.get("version") is not None:
+            raise src.error(relations[0].node, "FOR SYSTEM_TIME AS OF reads a versioned table in "
+                                               "a stream-table join (`FROM s JOIN t FOR SYSTEM_TIME "
+                                               "AS OF s.<event time> ON ...`)")
+        planned = plan_single(src, relations[0], query)
+    options = dict(statements.options)
+    for rel in relations:
+        for key, given in table_options(src, rel.node, rel.alias).items():
+            if key in options or f"{rel.name}.{key.split('.', 1)[1]}" in options:
+                raise src.error(rel.node, f"option {key!r} is given by SET and by OPTIONS")
+            options[key] = given
+    _apply_options(options, planned)
     _name(src, statements, planned, default_name)
     options: dict[str, str] = {}
     for table, settings in planned.side_options.items():   # a table's name comes before its alias
@@ -106,9 +123,9 @@ def _star_only(src: SqlText, query: exp.Select, what: str) -> None:
                          f"columns when you read the output table")
 
 
-def _apply_options(src: SqlText, statements: Statements, planned: Planned) -> None:
-    for key, (value, at) in statements.options.items():
-        where = f"line {at[0]}, column {at[1]}: SET {key!r}"
+def _apply_options(options: dict[str, tuple[Any, Position]], planned: Planned) -> None:
+    for key, (value, at) in options.items():
+        where = f"line {at[0]}, column {at[1]}: option {key!r}"
         if key in FROM_QUERY:
             raise ConfigError(f"{where}: {key!r} is given by the query itself, not by an option")
         if "." in key:

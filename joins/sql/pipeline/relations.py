@@ -126,6 +126,10 @@ def plain_select(src: SqlText, query: exp.Expression) -> exp.Select:
             raise src.error(node, f"{clause} is not supported: the output of a continuous "
                                   f"pipeline is every row it produces, kept up to date (query "
                                   f"the output table for it)")
+    if query.args.get("hint") is not None:
+        raise src.error(None, f"the query hint {query.args['hint'].sql()} is not "
+                                            f"supported: options are SET 'key' = value, or a "
+                                            f"table's /*+ OPTIONS(...) */")
     for node in query.walk():
         if isinstance(node, exp.Window):
             raise src.error(node, f"a window function ({node.sql()}) is not supported: no "

@@ -90,8 +90,7 @@ def split_statements(text: str) -> Statements:
             sink, sink_at, target = table.name, src.at(table), statement.expression
         if not isinstance(target, exp.Query):
             raise src.error(statement, f"only SET options and one query (SELECT, or INSERT INTO "
-                                       f"<name> SELECT) make a pipeline; {_kind(statement)} is not "
-                                       f"supported (sources are declared in `kind: source` YAML files)")
+                                       f"<name> SELECT) make a pipeline; {_unsupported(statement)}")
         if query is not None:
             raise src.error(statement, "a pipeline file holds one query (one join, filter or "
                                        "aggregate); write the next step as a pipeline of its own "
@@ -115,10 +114,37 @@ def _parse_error(src: SqlText, exc: ParseError | TokenError) -> ConfigError:
     return ConfigError(f"line 1, column 1: not valid SQL ({str(exc).splitlines()[0]})")
 
 
-def _kind(statement: exp.Expression) -> str:
+def _unsupported(statement: exp.Expression) -> str:
     words = statement.sql().split()
-    return " ".join(words[:2]) if words and words[0].upper() in ("CREATE", "DROP", "ALTER") \
-        else (words[0] if words else type(statement).__name__)
+    if words and words[0].upper() == "CREATE":
+        return (f"{' '.join(words[:2])} is not supported: sources are declared in `kind: source` "
+                f"YAML files of the folder (docs/sql.md)")
+    return f"{words[0] if words else type(statement).__name__} is not supported"
+
+
+_HINT = re.compile(r"^\s*\+?\s*OPTIONS\s*\(.*\)\s*$", re.I | re.S)
+
+
+def table_options(src: SqlText, table: exp.Table, name: str) -> dict[str, tuple[Any, Position]]:
+    """Flink's dynamic table options, `FROM rates /*+ OPTIONS('history_retention_ms' =
+    '86400000') */`, as the options `SET '<name>.<key>'` would give. sqlglot keeps a hint
+    after a table as a comment (its `+` dropped), on the table or on its alias."""
+    alias = table.args.get("alias")
+    comments = [*(table.comments or ()), *((alias.comments or ()) if alias is not None else ())]
+    out: dict[str, tuple[Any, Position]] = {}
+    for comment in comments:
+        if not _HINT.match(comment):
+            continue
+        try:
+            hint = sqlglot.parse_one("SELECT " + comment.strip().lstrip("+"))
+        except (ParseError, TokenError):
+            raise src.error(table, f"/*+{comment}*/: not valid OPTIONS('key' = 'value', ...)") from None
+        for item in hint.expressions[0].expressions:
+            key, value = _option(src, item)
+            if f"{name}.{key}" in out:
+                raise src.error(table, f"option {key!r} of {name!r} is given twice")
+            out[f"{name}.{key}"] = (value, src.at(table))
+    return out
 
 
 def _option(src: SqlText, item: exp.Expression) -> tuple[str, Any]:
