@@ -12,35 +12,19 @@ what is not the right table's key) and is refused, as Hazelcast refuses such a q
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
 
 from joins.sql.parse import conjuncts
-from joins.sql.pipeline.relations import Relation, Resolver
-from joins.sql.pipeline.text import Position, SqlText, offset_of
+from joins.sql.pipeline.relations import Planned, Relation, Resolver
+from joins.sql.pipeline.text import SqlText, offset_of
 
 UNBOUNDED = ("a join without a time bound or a FOR SYSTEM_TIME AS OF clause has unbounded state; "
              "join a stream to a versioned table with `JOIN t FOR SYSTEM_TIME AS OF s.<event time> "
              "ON s.<column> = t.<key>`, two streams within time bounds with `AND l.ts BETWEEN r.ts - "
              "INTERVAL ... AND r.ts + INTERVAL ...`, or two tables on the right table's primary key")
 _TIME_RELATIONS = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)
-
-
-@dataclass
-class Planned:
-    """The settings a YAML file would hold, where the query says each, and how an option named
-    after one of its tables (`SET 'rates.history_retention_ms' = ...`) maps onto them."""
-
-    raw: dict[str, Any]
-    positions: dict[str, Position] = field(default_factory=dict)
-    # table name or alias -> {option: the settings path it sets}
-    side_options: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
-
-    def side(self, rel: Relation, options: dict[str, tuple[str, ...]]) -> None:
-        self.side_options[rel.name] = options
-        self.side_options[rel.alias] = options
 
 
 def join_type(src: SqlText, join: exp.Join, allowed: dict[str, str], operator: str) -> str:
@@ -53,8 +37,16 @@ def join_type(src: SqlText, join: exp.Join, allowed: dict[str, str], operator: s
 
 
 def plan_join(src: SqlText, left: Relation, right: Relation, join: exp.Join) -> Planned:
-    if join.args.get("using") or join.args.get("natural") or (join.kind or "").upper() == "CROSS":
-        raise src.error(join.this, f"{(join.kind or 'USING').upper()} join: {UNBOUNDED}")
+    kind = (join.kind or "").upper()
+    if str(join.args.get("method") or "").upper() == "ASOF":
+        raise src.error(join.this, "ASOF JOIN: an as-of join is written `JOIN t FOR SYSTEM_TIME AS "
+                                   "OF s.<event time> ON s.<column> = t.<key>` (Flink's event-time "
+                                   "temporal join)")
+    if join.args.get("using") or join.args.get("method") or kind == "CROSS":
+        raise src.error(join.this, f"{kind or join.args.get('method') or 'USING'} join: {UNBOUNDED}")
+    if kind not in ("", "INNER", "OUTER"):
+        raise src.error(join.this, f"{join.side or ''} {kind} JOIN: no operator runs it (a "
+                                   f"pipeline joins INNER, LEFT, RIGHT or FULL)".lstrip())
     on = join.args.get("on")
     if left.node.args.get("version") is not None:
         raise src.error(left.node, "FOR SYSTEM_TIME AS OF belongs to the versioned table, the "

@@ -24,8 +24,8 @@ from sqlglot import exp
 from joins.errors import ConfigError
 from joins.pipeline.shared import SharedSource
 from joins.spec import did_you_mean
-from joins.sql.pipeline.joined import Planned, plan_join
-from joins.sql.pipeline.relations import from_table, plain_select, relation_of
+from joins.sql.pipeline.joined import plan_join
+from joins.sql.pipeline.relations import Planned, from_table, plain_select, relation_of
 from joins.sql.pipeline.single import plan_single
 from joins.sql.pipeline.text import (
     Position,

@@ -1,17 +1,18 @@
 """The tables a pipeline query reads: each a source declared in the folder (`kind: source`) or
-the output of another pipeline (read by name, columns unknown here), with its alias, and the
-resolution of the query's column references to them."""
+the output of another pipeline (read by name, columns unknown here), with its alias; the
+resolution of the query's column references to them; and the plan made of them (`Planned`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from sqlglot import exp
 
 from joins.pipeline.shared import SharedSource
 from joins.spec import did_you_mean
-from joins.sql.pipeline.text import SqlText
+from joins.sql.pipeline.text import Position, SqlText
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,21 @@ class Relation:
         spec = self.source.spec if self.source is not None else None
         found = [c for c in spec.value_columns if c.name == column] if spec is not None else []
         return bool(found) and found[0].nullable
+
+
+@dataclass
+class Planned:
+    """The settings a YAML file would hold, where the query says each, and how an option named
+    after one of its tables (`SET 'rates.history_retention_ms' = ...`) maps onto them."""
+
+    raw: dict[str, Any]
+    positions: dict[str, Position] = field(default_factory=dict)
+    # table name or alias -> {option: the settings path it sets}
+    side_options: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    def side(self, rel: Relation, options: dict[str, tuple[str, ...]]) -> None:
+        self.side_options[rel.name] = options
+        self.side_options[rel.alias] = options
 
 
 def relation_of(src: SqlText, node: exp.Expression, sources: Mapping[str, SharedSource], *,

@@ -10,8 +10,7 @@ from typing import Any
 from sqlglot import exp
 
 from joins.sql.evaluator import number_literal
-from joins.sql.pipeline.joined import Planned
-from joins.sql.pipeline.relations import Relation, Resolver
+from joins.sql.pipeline.relations import Planned, Relation, Resolver
 from joins.sql.pipeline.text import SqlText
 
 _OPS: dict[type[exp.Expression], tuple[str, str]] = {
