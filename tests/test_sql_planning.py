@@ -284,3 +284,10 @@ def test_the_readme_sql_is_the_demo_pipeline() -> None:
     demo = plan((SQL_SPECS / "orders_with_rates.sql").read_text())
     assert plan(shown) == {k: v for k, v in demo.items()
                            if k not in ("description", "quarantine_threshold")}
+
+
+def test_names_quoted_with_backticks_as_in_flink() -> None:
+    quoted = plan("SET 'description' = 'it''s';\nSELECT * FROM `orders` AS `o` JOIN `rates` FOR "
+                  "SYSTEM_TIME AS OF `o`.`ts` AS r ON o.`currency` = r.currency")
+    assert quoted == {**plan(AS_OF.format(how="", on="o.currency = r.currency")),
+                      "description": "it's"}

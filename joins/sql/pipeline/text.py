@@ -21,6 +21,10 @@ from joins.errors import ConfigError
 from joins.sql.evaluator import interval_ms, number_literal
 
 Position = tuple[int, int]
+# Flink quotes a name with `backticks` and escapes a quote in a string by doubling it ('it''s');
+# of sqlglot's dialects MySQL's reads both (its default dialect has no backticks, Spark's reads
+# 'it''s' as two strings).
+DIALECT = "mysql"
 
 
 def position_at(text: str, offset: int) -> Position:
@@ -65,7 +69,7 @@ def split_statements(text: str) -> Statements:
     SELECT ...`) of a file; ConfigError at the position of anything else."""
     src = SqlText(text)
     try:
-        parsed = sqlglot.parse(text)
+        parsed = sqlglot.parse(text, read=DIALECT)
     except (ParseError, TokenError) as exc:
         raise _parse_error(src, exc) from None
     options: dict[str, tuple[Any, Position]] = {}
@@ -136,7 +140,7 @@ def table_options(src: SqlText, table: exp.Table, name: str) -> dict[str, tuple[
         if not _HINT.match(comment):
             continue
         try:
-            hint = sqlglot.parse_one("SELECT " + comment.strip().lstrip("+"))
+            hint = sqlglot.parse_one("SELECT " + comment.strip().lstrip("+"), read=DIALECT)
         except (ParseError, TokenError):
             raise src.error(table, f"/*+{comment}*/: not valid OPTIONS('key' = 'value', ...)") from None
         for item in hint.expressions[0].expressions:
