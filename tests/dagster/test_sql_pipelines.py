@@ -16,9 +16,9 @@ import yaml
 from joins.ingest import run_ingest
 from joins.lake import read_delta
 from joins.pipeline import PipelineLayout, load_spec_folder
-from joins.pipeline.files import LoadedSpecs
+from joins.pipeline.files import LoadedSpecs, resolved_spec
 from joins.pipeline.spec import PipelineSpec
-from pipelines.definitions import SPECS_DIR, build_definitions
+from pipelines.definitions import DEMO_SPEC, SPECS_DIR, build_definitions
 
 SQL_SPECS = SPECS_DIR.parent / "specs_sql"
 DEMO = ("orders_with_rates", "orders_with_deliveries", "customer_accounts", "accounts_per_country",
@@ -35,6 +35,11 @@ def test_each_demo_pipeline_in_sql_is_its_yaml_spec(name: str) -> None:
     sql, yaml_ = load_spec_folder(SQL_SPECS), load_spec_folder(SPECS_DIR)
     assert sql.files[name].endswith(f"specs_sql/{name}.sql")
     assert _spec(sql, name) == _spec(yaml_, name)
+
+
+def test_a_resolved_sql_spec_is_the_demo_spec() -> None:
+    """The one self-contained mapping Python callers build a pipeline from, from either file."""
+    assert resolved_spec(SQL_SPECS / "orders_with_rates.sql") == DEMO_SPEC
 
 
 def _shape(defs: dg.Definitions) -> dict[str, Any]:
