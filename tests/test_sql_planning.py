@@ -259,6 +259,14 @@ def test_the_name_comes_from_insert_into_set_or_the_file() -> None:
     ("SET 'rates.grace_ms' = 1;\n" + AS_OF.format(how="", on="o.currency = r.currency"),
      "option 'rates.grace_ms': 'grace_ms' is not a setting of table 'rates' here (its settings: "
      "history_retention_ms)"),
+    ("SET 'rates.history_retention_ms' = 1;\nSET 'r.history_retention_ms' = 2;\n"
+     + AS_OF.format(how="", on="o.currency = r.currency"),
+     "line 2, column 5: option 'r.history_retention_ms': sets what option "
+     "'rates.history_retention_ms' set already"),
+    ("SET 'rates.history_retention_ms' = 1;\nSET 'history_retention_ms' = 2;\n"
+     + AS_OF.format(how="", on="o.currency = r.currency"),
+     "line 2, column 5: option 'history_retention_ms': sets what option "
+     "'rates.history_retention_ms' set already"),
     ("SET 'grace_ms' = o.ts;\n" + AS_OF.format(how="", on="o.currency = r.currency"),
      "an option's value is a literal"),
     ("SET 'a.versioned' = TRUE;\nSELECT * FROM customers c JOIN accounts a /*+ OPTIONS('versioned' = "

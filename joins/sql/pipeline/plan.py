@@ -25,7 +25,7 @@ from joins.errors import ConfigError
 from joins.pipeline.shared import SharedSource
 from joins.spec import did_you_mean
 from joins.sql.pipeline.joined import plan_join
-from joins.sql.pipeline.relations import Planned, from_table, plain_select, relation_of
+from joins.sql.pipeline.relations import Planned, Relation, from_table, plain_select, relation_of
 from joins.sql.pipeline.single import plan_single
 from joins.sql.pipeline.text import (
     Position,
@@ -74,30 +74,7 @@ def plan_sql_pipeline(text: str, sources: Mapping[str, SharedSource], *,
     operator can run."""
     statements = split_statements(text)
     src = statements.where
-    query = plain_select(src, statements.query)
-    joins = query.args.get("joins") or []
-    if len(joins) > 1:
-        raise src.error(joins[1].this, "a pipeline joins two inputs (one JOIN); join a third in "
-                                       "a pipeline of its own that reads this one by name")
-    if joins:
-        left = relation_of(src, from_table(query), sources, upstream_ok=False)
-        right = relation_of(src, joins[0].this, sources, upstream_ok=False)
-        for clause in ("where", "group"):
-            if query.args.get(clause) is not None:
-                raise src.error(query.args[clause], f"{'WHERE' if clause == 'where' else 'GROUP BY'} "
-                                f"over a join: a pipeline is one operator; put a per-table "
-                                f"condition in the ON clause (interval join), or filter or "
-                                f"aggregate in a pipeline that reads this one by name")
-        _star_only(src, query, "the join")
-        relations = [left, right]
-        planned = plan_join(src, left, right, joins[0])
-    else:
-        relations = [relation_of(src, from_table(query), sources, upstream_ok=True)]
-        if relations[0].node.args.get("version") is not None:
-            raise src.error(relations[0].node, "FOR SYSTEM_TIME AS OF reads a versioned table in "
-                                               "a stream-table join (`FROM s JOIN t FOR SYSTEM_TIME "
-                                               "AS OF s.<event time> ON ...`)")
-        planned = plan_single(src, relations[0], query)
+    relations, planned = _plan_query(src, plain_select(src, statements.query), sources)
     options = dict(statements.options)
     for rel in relations:
         for key, given in table_options(src, rel.node, rel.alias).items():
@@ -106,11 +83,36 @@ def plan_sql_pipeline(text: str, sources: Mapping[str, SharedSource], *,
             options[key] = given
     _apply_options(options, planned)
     _name(src, statements, planned, default_name)
-    options: dict[str, str] = {}
+    option_of: dict[str, str] = {}
     for table, settings in planned.side_options.items():   # a table's name comes before its alias
         for setting, path in settings.items():
-            options.setdefault(".".join(path), f"{table}.{setting}")
-    return SqlPipeline(planned.raw, planned.positions, options)
+            option_of.setdefault(".".join(path), f"{table}.{setting}")
+    return SqlPipeline(planned.raw, planned.positions, option_of)
+
+
+def _plan_query(src: SqlText, query: exp.Select, sources: Mapping[str, SharedSource]
+                ) -> tuple[list[Relation], Planned]:
+    joins = query.args.get("joins") or []
+    if len(joins) > 1:
+        raise src.error(joins[1].this, "a pipeline joins two inputs (one JOIN); join a third in "
+                                       "a pipeline of its own that reads this one by name")
+    if not joins:
+        rel = relation_of(src, from_table(query), sources, upstream_ok=True)
+        if rel.node.args.get("version") is not None:
+            raise src.error(rel.node, "FOR SYSTEM_TIME AS OF reads a versioned table in a "
+                                      "stream-table join (`FROM s JOIN t FOR SYSTEM_TIME AS OF "
+                                      "s.<event time> ON ...`)")
+        return [rel], plan_single(src, rel, query)
+    left = relation_of(src, from_table(query), sources, upstream_ok=False)
+    right = relation_of(src, joins[0].this, sources, upstream_ok=False)
+    for clause, word in (("where", "WHERE"), ("group", "GROUP BY")):
+        if query.args.get(clause) is not None:
+            raise src.error(query.args[clause], f"{word} over a join: a pipeline is one operator; "
+                                                f"put a per-table condition in the ON clause "
+                                                f"(interval join), or filter or aggregate in a "
+                                                f"pipeline that reads this one by name")
+    _star_only(src, query, "the join")
+    return [left, right], plan_join(src, left, right, joins[0])
 
 
 def _star_only(src: SqlText, query: exp.Select, what: str) -> None:
@@ -124,6 +126,7 @@ def _star_only(src: SqlText, query: exp.Select, what: str) -> None:
 
 
 def _apply_options(options: dict[str, tuple[Any, Position]], planned: Planned) -> None:
+    given: dict[str, str] = {}
     for key, (value, at) in options.items():
         where = f"line {at[0]}, column {at[1]}: option {key!r}"
         if key in FROM_QUERY:
@@ -134,14 +137,19 @@ def _apply_options(options: dict[str, tuple[Any, Position]], planned: Planned) -
             if sides is None:
                 known = sorted(planned.side_options)
                 raise ConfigError(f"{where}: {table!r} is no table of the query"
-                             f"{did_you_mean(table, known)} (tables: {', '.join(known)})")
+                                  f"{did_you_mean(table, known)} (tables: {', '.join(known)})")
             path = sides.get(setting)
             if path is None:
                 raise ConfigError(f"{where}: {setting!r} is not a setting of table {table!r} here"
-                             f"{did_you_mean(setting, list(sides))} (its settings: "
-                             f"{', '.join(sides) or 'none'})")
+                                  f"{did_you_mean(setting, list(sides))} (its settings: "
+                                  f"{', '.join(sides) or 'none'})")
         else:
             path = (key,)
+        # A table and its alias, or a table's option and the setting it maps to, are one setting.
+        dotted = ".".join(path)
+        if dotted in given:
+            raise ConfigError(f"{where}: sets what option {given[dotted]!r} set already")
+        given[dotted] = key
         target = planned.raw
         for step in path[:-1]:
             target = target.setdefault(step, {})
