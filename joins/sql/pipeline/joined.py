@@ -82,8 +82,7 @@ def _equality(src: SqlText, parts: list[exp.Expression], resolver: Resolver, lef
 def _stream_table(src: SqlText, stream: Relation, table: Relation, join: exp.Join,
                   on: exp.Expression, resolver: Resolver) -> Planned:
     version = table.node.args["version"]
-    between = src.text[src.text.rfind(table.name, 0, _start(version, src)):_start(version, src)]
-    if "SYSTEM_TIME" not in between.upper().replace(" ", "_") or version.args.get("kind") != "AS OF":
+    if not _says_system_time(src, table, version) or version.args.get("kind") != "AS OF":
         raise src.error(version, f"{version.sql()!r}: the stream-table join reads the table FOR "
                                  f"SYSTEM_TIME AS OF the stream's event time")
     at = version.expression
@@ -109,9 +108,11 @@ def _stream_table(src: SqlText, stream: Relation, table: Relation, join: exp.Joi
     return planned
 
 
-def _start(node: exp.Expression, src: SqlText) -> int:
-    found = offset_of(node)
-    return len(src.text) if found is None else found
+def _says_system_time(src: SqlText, table: Relation, version: exp.Expression) -> bool:
+    """sqlglot reads `FOR SYSTEM_TIME AS OF` and Spark's time travel `TIMESTAMP AS OF` into the
+    same node: only the text between the table's name and the time tells them apart."""
+    start, end = offset_of(table.node), offset_of(version)
+    return start is not None and end is not None and "SYSTEM_TIME" in src.text[start:end].upper()
 
 
 def _bounds_times(part: exp.Expression, resolver: Resolver) -> bool:
