@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "spark default: the whole input)")
     replay.add_argument("--check", action="store_true",
                         help="compare with the scenario's expected output; exit 1 on a difference")
-    check = sub.add_parser("check", help="validate a folder of pipeline spec files (YAML)")
+    check = sub.add_parser("check", help="validate a folder of pipeline spec files (YAML, SQL)")
     check.add_argument("folder", help="the specs folder (the code location's: pipelines/specs)")
     from joins.query.cli import add_parser
 
@@ -59,7 +59,7 @@ def check_specs(args: argparse.Namespace) -> int:
 
     files = spec_files(args.folder)
     if not files:
-        print(f"error: no spec files (*.yaml, *.yml) in {args.folder}", file=sys.stderr)
+        print(f"error: no spec files (*.yaml, *.yml, *.sql) in {args.folder}", file=sys.stderr)
         return EXIT_INVALID
     loaded = load_spec_folder(args.folder)
     good = {path: f"pipeline {name!r}" for name, path in loaded.files.items()}

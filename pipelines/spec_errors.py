@@ -45,6 +45,10 @@ def error_key(error: SpecFileError, taken: set[str]) -> AssetKey:
     return AssetKey([f"spec_error_{stem}"])
 
 
+def _kind(error: SpecFileError) -> str:
+    return "sql" if error.path.endswith(".sql") else "yaml"
+
+
 def _metadata(error: SpecFileError) -> dict[str, Any]:
     return {"file": MetadataValue.path(error.path),
             "line": MetadataValue.int(error.line or 0),
@@ -58,7 +62,7 @@ def spec_error_definitions(errors: Sequence[SpecFileError], taken: set[str]) -> 
         key = error_key(error, taken)
         taken.add(key.path[-1])
         keyed.append((key, error))
-    specs = [AssetSpec(key, group_name=SPEC_ERRORS_GROUP, kinds={"yaml"}, metadata=_metadata(error),
+    specs = [AssetSpec(key, group_name=SPEC_ERRORS_GROUP, kinds={_kind(error)}, metadata=_metadata(error),
                        description=f"**The spec file `{error.path}` did not load**"
                                    f"{f' (line {error.line})' if error.line else ''}:\n\n"
                                    f"{error.message}\n\nFix the file and reload the code location.")

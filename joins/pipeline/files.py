@@ -1,15 +1,16 @@
 """Pipeline specs as YAML files in a folder: a user adds a join without writing Python.
 
 Every `*.yaml` / `*.yml` file holds one spec: a pipeline (a mapping with an `operator`) or a
-source that pipelines share (`kind: source`, `joins.pipeline.shared`). A file that cannot be
-read, is not valid YAML or holds an invalid spec is reported by path (and line, or the
-setting's key) and left out; the other files still load.
+source that pipelines share (`kind: source`, `joins.pipeline.shared`). A `*.sql` file holds a
+pipeline as a query over those sources, planned into the same settings (`joins.sql.pipeline`,
+docs/sql.md). A file that cannot be read, is not valid YAML or SQL or holds an invalid spec is
+reported by path (and line, or the setting's key) and left out; the other files still load.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from joins.pipeline.shared import (
     storage_of,
 )
 from joins.pipeline.spec import PipelineInput, PipelineSpec
+
+SQL_SUFFIX = ".sql"
 
 
 @dataclass(frozen=True)
@@ -77,16 +80,19 @@ def spec_files(folder: str | Path) -> list[Path]:
     base = Path(folder)
     if not base.is_dir():
         return []
-    return sorted(p for p in base.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    return sorted(p for p in base.iterdir() if p.suffix in (".yaml", ".yml", SQL_SUFFIX) and p.is_file())
 
 
 def read_spec_yaml(path: str | Path) -> tuple[dict[str, Any], str]:
-    """A spec file's mapping and its text; JoinsError (the problem, not the path) otherwise."""
+    """A spec file's mapping and its text; JoinsError (the problem, not the path) otherwise.
+    A SQL file's mapping is only its default name: its settings need the folder's sources."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise JoinsError(f"cannot read the file: {exc}") from None
+    if p.suffix == SQL_SUFFIX:
+        return {"name": p.stem}, text
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -108,13 +114,26 @@ def load_spec_file(path: str | Path,
     raw, text = read_spec_yaml(path)
     if is_source_file(raw):
         raise JoinsError("a source file (kind: source), not a pipeline: load the folder")
-    return parse_spec_text(raw, text, sources or {})[0]
+    return parse_pipeline_file(Path(path), raw, text, sources or {})[0]
 
 
-def parse_spec_text(raw: dict[str, Any], text: str,
-                    sources: Mapping[str, SharedSource]) -> tuple[PipelineSpec, set[str]]:
+def parse_pipeline_file(path: Path, raw: dict[str, Any], text: str, sources: Mapping[str, SharedSource]
+                        ) -> tuple[PipelineSpec, set[str], Callable[[str], str]]:
+    """A pipeline spec file, YAML or SQL (`parse_spec_text`), and how a later message about it
+    names the line of a setting."""
+    if path.suffix != SQL_SUFFIX:
+        return (*parse_spec_text(raw, text, sources), lambda message: with_lines(message, text))
+    from joins.sql.pipeline import plan_sql_pipeline
+
+    sql = plan_sql_pipeline(text, sources, default_name=path.stem)
+    return (*parse_spec_text(sql.raw, text, sources, where=sql.locate), sql.locate)
+
+
+def parse_spec_text(raw: dict[str, Any], text: str, sources: Mapping[str, SharedSource], *,
+                    where: Callable[[str], str] | None = None) -> tuple[PipelineSpec, set[str]]:
     """A pipeline spec with its source references resolved, and the shared sources it reads;
-    JoinsError with the line of every setting it names."""
+    JoinsError with the line of every setting it names (`where`: how a message gets them,
+    default the YAML text's lines)."""
     try:
         used: set[str] = set()
         cls = spec_classes().get(raw.get("operator"))  # type: ignore[arg-type]
@@ -122,7 +141,7 @@ def parse_spec_text(raw: dict[str, Any], text: str,
             raw, used = resolve_references(raw, cls, sources)
         return parse_pipeline_spec(raw), used
     except JoinsError as exc:
-        raise JoinsError(with_lines(str(exc), text)) from None
+        raise JoinsError(where(str(exc)) if where else with_lines(str(exc), text)) from None
 
 
 _SETTING = re.compile(r"config\.([A-Za-z0-9_.\-]+):")
@@ -213,13 +232,13 @@ def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> Lo
         if is_source_file(raw):
             continue
         try:
-            spec, used = parse_spec_text(raw, text, shared)
+            spec, used, where = parse_pipeline_file(path, raw, text, shared)
             own = {spec.name, *(i.source.name for i in spec.pipeline_inputs()
                                 if i.source is not None and i.source.name not in used)}
             clash = sorted(own & names)
             if clash:
-                raise JoinsError(with_lines(f"config.name: {clash} already defined by another spec; "
-                                            f"pipeline and source names must be unique", text))
+                raise JoinsError(where(f"config.name: {clash} already defined by another spec; "
+                                       f"pipeline and source names must be unique"))
             needs = {i.name: storage_of(i, spec.name) for i in spec.pipeline_inputs()
                      if i.source is not None and i.name in used}
             for name, want in needs.items():
@@ -250,10 +269,16 @@ def resolved_spec(path: str | Path) -> dict[str, Any]:
     raw, text = read_spec_yaml(path)
     # The folder's load reports unreadable or bad source files; here they are only absent.
     shared, _ = _parse_sources(_read_folder(Path(path).parent)[0], set())
+    where: Callable[[str], str] = lambda message: with_lines(message, text)  # noqa: E731
+    if Path(path).suffix == SQL_SUFFIX:
+        from joins.sql.pipeline import plan_sql_pipeline
+
+        sql = plan_sql_pipeline(text, shared, default_name=Path(path).stem)
+        raw, where = sql.raw, sql.locate
     cls = spec_classes().get(raw.get("operator"))  # type: ignore[arg-type]
     if cls is None:
         return raw
     try:
         return resolve_references(raw, cls, shared)[0]
     except JoinsError as exc:
-        raise JoinsError(with_lines(str(exc), text)) from None
+        raise JoinsError(where(str(exc))) from None
