@@ -76,7 +76,7 @@ def quarantine_counts(spark: SparkSession, layout: PipelineLayout) -> Quarantine
     """rows in = stored + quarantined rows of each source; quarantined = every source's
     quarantine table (the rows of batches whose commit point landed: a batch counts whole or
     not at all) plus the join's (rows of its inputs it did not take, already counted in)."""
-    from joins.operators.versioned_table.quarantine import read_committed_quarantine
+    from joins.versioned.quarantine import read_committed_quarantine
 
     by_kind: dict[tuple[str, str], int] = {}
     rows_in = 0

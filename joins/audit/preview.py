@@ -46,7 +46,7 @@ def recent_quarantined(spark: SparkSession, layout: PipelineLayout, *,
     from pyspark.sql import functions as F
 
     from joins import lake
-    from joins.operators.versioned_table.quarantine import read_committed_quarantine
+    from joins.versioned.quarantine import read_committed_quarantine
 
     out: list[QuarantinedRow] = []
     sources = {i.source.name: i.source for i in layout.spec.pipeline_inputs() if i.source is not None}

@@ -11,8 +11,8 @@ from joins import lake
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from joins.operators.versioned_table.spark_batch import VersionedDeltaLayout
     from joins.pipeline.spec import PipelineInput
+    from joins.versioned.spark_store import VersionedDeltaLayout
 
 
 def _layout(item: PipelineInput) -> VersionedDeltaLayout:
@@ -23,7 +23,7 @@ def _layout(item: PipelineInput) -> VersionedDeltaLayout:
 
 def table_stream_time(spark: SparkSession, path: str) -> int | None:
     """The versioned table's stream time (largest ts stored; None: no table yet)."""
-    from joins.operators.versioned_table.spark_batch import read_stream_time
+    from joins.versioned.spark_store import read_stream_time
 
     return read_stream_time(spark, path)
 
@@ -34,7 +34,7 @@ def versions_of_key(spark: SparkSession, item: PipelineInput, path: str, key: An
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from joins.operators.versioned_table.spark_batch import TOMBSTONE, TS, current_versions
+    from joins.versioned.spark_store import TOMBSTONE, TS, current_versions
 
     layout = _layout(item)
     key_col = item.source.key_column
@@ -50,7 +50,7 @@ def lookup_as_of(spark: SparkSession, item: PipelineInput, path: str,
     from pyspark.sql import functions as F
 
     from joins.landing.spec import SPARK_TYPES
-    from joins.operators.versioned_table.spark_batch import read_lookup_as_of
+    from joins.versioned.spark_store import read_lookup_as_of
 
     key_col = item.source.key_column
     key_type = item.source.key_columns[0].type

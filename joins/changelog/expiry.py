@@ -8,7 +8,7 @@ max in arrival order across the whole batch, so it is decided set-wise:
   when the statistics cannot tell). Stream time after the batch is max(before, largest ts): an
   expired put is older than stream time, so counting it never moves the max. When even the
   oldest update is within retention of that, nothing can expire and no scan runs;
-- otherwise `mark_expired` runs the prefix scan of `joins.operators.stream_table_join.prefix`
+- otherwise `mark_expired` runs the prefix scan of `joins.versioned.prefix`
   (block maxima, a tiny carry on the driver, a window per block): each update gets the stream
   time it sees, and `_expired` is `ts < that - retention` (equal to the bound is stored).
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from joins.changelog.columns import ChangelogColumns
-from joins.operators.stream_table_join.prefix import P_BEFORE, max_opt, prefix_stream_time
+from joins.versioned.prefix import P_BEFORE, max_opt, prefix_stream_time
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

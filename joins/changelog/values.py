@@ -24,7 +24,7 @@ from joins.core.fields import MISSING, canonical_json, is_number, read_path
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
-    from pyspark.sql.types import DataType
+    from pyspark.sql.types import DataType, StructType
 
 FIELD_TYPE = "struct<kind:string,num:double,int:bigint,text:string,key:string>"
 
@@ -125,3 +125,10 @@ def key_order(key: Column, *, json_keys: bool) -> Column:
     return F.struct(rank.alias("rank"), F.when(rank == 0, key.cast("double")).alias("num"),
                     F.when(rank == 1, text).alias("str"), key.alias("spelling"))
 
+
+def value_struct(schema: StructType, columns: tuple[str, ...]) -> StructType:
+    """The struct of a table's value columns as state holds them: every field nullable (a
+    tombstone's value is all nulls)."""
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(c, schema[c].dataType, True) for c in columns])

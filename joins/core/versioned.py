@@ -10,12 +10,13 @@ for an operator whose config holds the two settings itself.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field, StrictBool, StrictInt, model_validator
 
+from joins.core.keys import TableKey
 from joins.errors import config_error
-from joins.spec import Spec
+from joins.spec import Record, Spec
 
 
 class VersionedInput(Spec):
@@ -53,3 +54,13 @@ class VersionedInputSpec(VersionedInput):
     def _retention_matches_versioning(self) -> VersionedInputSpec:
         self.check(self.operator_name)
         return self
+
+
+class TableRecord(Record):
+    """`{"i", "key", "value", "ts"}`: one update of a single input table. The value is required
+    but may be null (a tombstone); an empty string is a value."""
+
+    i: StrictInt
+    key: TableKey = Field(...)
+    value: Any = Field(...)
+    ts: StrictInt

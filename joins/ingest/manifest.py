@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from joins.operators.versioned_table.batches import IngestStateError
+from joins.versioned.batches import IngestStateError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -63,7 +63,7 @@ def run_ingest(spark: SparkSession, source: IngestSource, *, requested: Sequence
     another ingest of the source still holds the lease after `wait_s` seconds; a lease whose
     holder provably died (killed mid-ingest) is taken over at once, told to `on_takeover`."""
     from joins.lake import Lease, remove_leftovers, txn_version
-    from joins.operators.versioned_table.retention import check_history_retention
+    from joins.versioned.retention import check_history_retention
 
     lease = Lease(source.lease, purpose=f"ingest of {source.name}", ttl_s=source.lease_ttl_s,
                   on_takeover=on_takeover)

@@ -5,7 +5,7 @@ Events: the key and value columns, `ts`, (a changelog source: `tombstone`), `eve
 batches: batch id and arrival in the batch packed in one long, so a re-run of a batch assigns
 exactly the same numbers), `source_id`, `batch_id`, `source_file`, `source_row`. Bad rows and
 files go to the quarantine table (the versioned table's layout) or refuse the batch, per
-`on_bad_record`. Commits as the versioned table's (`joins.operators.versioned_table.quarantine`):
+`on_bad_record`. Commits as the versioned table's (`joins.versioned.quarantine`):
 quarantine first, the events commit last as the batch's commit point, both guarded by the
 version they were decided against.
 """
@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING
 
 from joins.ingest.source import IngestSource, IngestSummary
 from joins.landing import read_landing
-from joins.operators.versioned_table.batches import check_batch_order
-from joins.operators.versioned_table.quarantine import (
+from joins.spark.exprs import event_date
+from joins.versioned.batches import check_batch_order
+from joins.versioned.quarantine import (
     bad_record_quarantine_rows,
     batch_bad_files,
     batch_quarantine_counts,
     commit_quarantine,
 )
-from joins.operators.versioned_table.spark_batch import BATCH_ID, SOURCE_ID
-from joins.spark.exprs import event_date
+from joins.versioned.spark_store import BATCH_ID, SOURCE_ID
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

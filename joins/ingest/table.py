@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from joins.ingest.source import IngestSource, IngestSummary
 from joins.ingest.stream import file_names
 from joins.landing import ingest_landing
-from joins.operators.versioned_table.quarantine import batch_bad_files
+from joins.versioned.quarantine import batch_bad_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

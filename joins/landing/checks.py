@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from joins.landing.spec import LandingSpec
 from joins.landing.text import RECORD, RECORD_PROBLEM, WHOLE_RECORD, problem_col
-from joins.operators.versioned_table.quarantine import SOURCE_FILE, SOURCE_ROW
-from joins.operators.versioned_table.spark_batch import ARRIVAL, TOMBSTONE, TS
+from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
+from joins.versioned.spark_store import ARRIVAL, TOMBSTONE, TS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from joins.landing.reader import read_landing
 from joins.landing.spec import LandingSpec, require_spec
-from joins.operators.versioned_table.batches import IngestReport, recorded_batch_report
-from joins.operators.versioned_table.spark_batch import VersionedDeltaLayout
-from joins.operators.versioned_table.spark_incremental import ingest_changelog
-from joins.operators.versioned_table.stream_time import DEFAULT_BLOCK_ROWS
+from joins.versioned.batches import IngestReport, recorded_batch_report
+from joins.versioned.ingest import ingest_changelog
+from joins.versioned.spark_store import VersionedDeltaLayout
+from joins.versioned.stream_time import DEFAULT_BLOCK_ROWS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

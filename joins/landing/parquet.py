@@ -26,8 +26,8 @@ from joins.landing.files import (
 from joins.landing.numbering import arrivals_by_file
 from joins.landing.spec import SPARK_TYPES, LandingSpec
 from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, problem_col, too_large
-from joins.operators.versioned_table.quarantine import SOURCE_FILE, SOURCE_ROW
-from joins.operators.versioned_table.spark_batch import ARRIVAL
+from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
+from joins.versioned.spark_store import ARRIVAL
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -25,13 +25,13 @@ from joins.landing.files import (
 from joins.landing.parquet import parquet_cells
 from joins.landing.spec import LandingSpec, require_spec
 from joins.landing.text import empty_cells, json_cells, numbered_lines
-from joins.operators.versioned_table.quarantine import (
+from joins.versioned.quarantine import (
     KIND_BAD_FILE,
     KIND_BAD_RECORD,
     SOURCE_FILE,
     SOURCE_ROW,
 )
-from joins.operators.versioned_table.spark_batch import ARRIVAL
+from joins.versioned.spark_store import ARRIVAL
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -9,8 +9,8 @@ from typing import Any, Literal
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from joins.errors import ConfigError
-from joins.operators.versioned_table.spark_batch import RESERVED_COLUMNS, TS_MAX_MS, TS_MIN_MS
 from joins.spec import Spec, parse_spec
+from joins.versioned.spark_store import RESERVED_COLUMNS, TS_MAX_MS, TS_MIN_MS
 
 OPERATOR = "landing"
 

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 from joins.landing.files import display_names, reader_options, spark_path
 from joins.landing.spec import SPARK_TYPES, LandingSpec
-from joins.operators.versioned_table.quarantine import SOURCE_FILE, SOURCE_ROW
-from joins.operators.versioned_table.spark_batch import ARRIVAL
+from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
+from joins.versioned.spark_store import ARRIVAL
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

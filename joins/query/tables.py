@@ -7,11 +7,11 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from joins.operators.versioned_table.spark_batch import VersionedDeltaLayout
 from joins.pipeline.files import load_spec_folder
 from joins.pipeline.spec import PipelineInput, SourceLayout
 from joins.query.versioned import QueryError, VersionedTableRef
 from joins.spec import did_you_mean
+from joins.versioned.spark_store import VersionedDeltaLayout
 
 _STORED_AS = {"events": "an events table (a stream: no versions to ask for)",
               "changelog": "a changelog table (its joins version it; the table keeps every update "

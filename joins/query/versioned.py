@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from joins.core.human import duration, iso_time
 from joins.errors import JoinsError
-from joins.operators.versioned_table.spark_batch import (
+from joins.versioned.spark_store import (
     TOMBSTONE,
     TS,
     VALID_FROM,

@@ -28,10 +28,10 @@ from joins.lake import (
     write_delta,
 )
 from joins.landing import LandingSpec
-from joins.operators.versioned_table import spark_incremental
-from joins.operators.versioned_table.batches import IngestStateError
-from joins.operators.versioned_table.quarantine import read_committed_quarantine
-from joins.operators.versioned_table.retention import RETENTION_PROPERTY, read_history_retention
+from joins.versioned import ingest as spark_incremental
+from joins.versioned.batches import IngestStateError
+from joins.versioned.quarantine import read_committed_quarantine
+from joins.versioned.retention import RETENTION_PROPERTY, read_history_retention
 
 pytestmark = pytest.mark.spark
 

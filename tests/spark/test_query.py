@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from joins.core.human import iso_time
-from joins.operators.versioned_table.spark_batch import VersionedDeltaLayout
-from joins.operators.versioned_table.spark_incremental import ingest_changelog
 from joins.query import QueryError, VersionedTableRef, get, history, parse_time
+from joins.versioned.ingest import ingest_changelog
+from joins.versioned.spark_store import VersionedDeltaLayout
 
 pytestmark = pytest.mark.spark
 

@@ -23,7 +23,6 @@ from joins.operators.stream_table_join import DEFINITION
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
 from joins.operators.stream_table_join.grace import decide
 from joins.operators.stream_table_join.late import late_reason, late_reason_text
-from joins.operators.stream_table_join.prefix import MAX_BLOCKS, P_BEFORE, prefix_stream_time
 from joins.operators.stream_table_join.reference import GraceBuffer, StreamTableJoinProcessor
 from joins.operators.stream_table_join.report import MAX_ELIGIBLE, max_eligible_metric
 from joins.operators.stream_table_join.sequential import (
@@ -37,6 +36,7 @@ from joins.operators.stream_table_join.spec import (
     StreamTableRecord,
     parse_stream_table_record,
 )
+from joins.versioned.prefix import MAX_BLOCKS, P_BEFORE, prefix_stream_time
 from tests.budget import spark_examples
 from tests.replay_command import replay
 from tests.spark.test_asof_join import INDEX_RUNS
@@ -586,7 +586,7 @@ def test_stream_time_from_statistics_only_when_no_record_is_skipped() -> None:
     """A batch's largest eligible ts comes from Delta statistics only when they prove that no
     record is skipped; otherwise the step runs its aggregate (Unknown)."""
     from joins.lake import ChangeStats
-    from joins.operators.stream_table_join.prefix import Unknown, max_ts_if_no_nulls
+    from joins.versioned.prefix import Unknown, max_ts_if_no_nulls
 
     def stats(**nulls: int) -> ChangeStats:
         return ChangeStats(rows=3, files=1, max={"ts": 17}, nulls=nulls)

@@ -19,9 +19,17 @@ from hypothesis import strategies as st
 from joins.core.store import VersionedStore
 from joins.errors import ConfigError, InputRecordError
 from joins.lake import delta_version, read_delta, table_exists
-from joins.operators.versioned_table import spark_incremental
-from joins.operators.versioned_table.batches import IngestReport, IngestStateError
-from joins.operators.versioned_table.spark_batch import (
+from joins.versioned import ingest as spark_incremental
+from joins.versioned.batches import IngestReport, IngestStateError
+from joins.versioned.ingest import (
+    EXPIRED,
+    STATUS,
+    STORED,
+    classify_changelog,
+    ingest_changelog,
+    versions_rows,
+)
+from joins.versioned.spark_store import (
     ARRIVAL,
     BATCH_ID,
     TOMBSTONE,
@@ -35,15 +43,7 @@ from joins.operators.versioned_table.spark_batch import (
     read_versions,
     snapshot_as_of,
 )
-from joins.operators.versioned_table.spark_incremental import (
-    EXPIRED,
-    STATUS,
-    STORED,
-    classify_changelog,
-    ingest_changelog,
-    versions_rows,
-)
-from joins.operators.versioned_table.stream_time import STREAM_TIME
+from joins.versioned.stream_time import STREAM_TIME
 from tests.budget import examples
 
 pytestmark = pytest.mark.spark

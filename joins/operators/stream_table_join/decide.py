@@ -22,7 +22,6 @@ from joins.operators.stream_table_join.grace import (
     scan_batch,
     single_block_blocks,
 )
-from joins.operators.stream_table_join.prefix import Unknown, max_ts_if_no_nulls
 from joins.operators.stream_table_join.report import (
     NULL_TS_SEQ,
     decision_metrics,
@@ -36,6 +35,7 @@ from joins.operators.stream_table_join.sequential import (
     null_ts_record,
     sequential_decision,
 )
+from joins.versioned.prefix import Unknown, max_ts_if_no_nulls
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, REASON, TABLE_KEY
 from joins.operators.stream_table_join.late import late_reason
-from joins.operators.stream_table_join.prefix import (
+from joins.versioned.prefix import (
     BLOCK,
     DEFAULT_BLOCK_ROWS,
     P_BEFORE,

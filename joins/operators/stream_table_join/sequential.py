@@ -40,8 +40,8 @@ from joins.operators.stream_table_join.grace import (
     SKIPPED_NULL_VALUE,
     Decision,
 )
-from joins.operators.stream_table_join.prefix import P_BEFORE, max_opt
 from joins.operators.stream_table_join.report import MAX_ELIGIBLE
+from joins.versioned.prefix import P_BEFORE, max_opt
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -65,7 +65,7 @@ def _changelog_rows(spark: SparkSession, records: Sequence[StreamTableRecord]) -
 
 
 def _layout(spec: StreamTableJoinSpec) -> Any:
-    from joins.operators.versioned_table.spark_batch import VersionedDeltaLayout
+    from joins.versioned.spark_store import VersionedDeltaLayout
 
     return VersionedDeltaLayout(key_columns=("key",), value_columns=("value",),
                                 history_retention_ms=spec.table.history_retention_ms or 0)
@@ -78,7 +78,7 @@ def _land_table(spark: SparkSession, spec: StreamTableJoinSpec, records: Sequenc
     if not spec.table.versioned:
         lake.write_delta(changelog, table_source, mode="append")
         return 0
-    from joins.operators.versioned_table.spark_incremental import ingest_changelog
+    from joins.versioned.ingest import ingest_changelog
 
     report = ingest_changelog(spark, changelog, _layout(spec), versions_path=table_source,
                               quarantine_path=table_quarantine, source_id=SOURCE_ID, batch_id=batch)

@@ -231,7 +231,7 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
 def table_retention(spec: StreamTableJoinSpec, path: str) -> int:
     """The versioned table's history retention: the one stored with the table (which decided
     what its ingest expired), which the spec must not contradict."""
-    from joins.operators.versioned_table.retention import read_history_retention
+    from joins.versioned.retention import read_history_retention
 
     configured = spec.table.history_retention_ms
     assert configured is not None  # the spec requires it for a versioned table

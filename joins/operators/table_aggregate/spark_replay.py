@@ -13,12 +13,12 @@ from typing import Any
 
 from joins.changelog.replay import land, loads, read_rows
 from joins.changelog.values import JsonValues
+from joins.core.versioned import TableRecord
 from joins.errors import InputRecordError
 from joins.microbatch import cut_batches
 from joins.operators.base import Item
 from joins.operators.table_aggregate.reference import METRIC_NAMES
 from joins.operators.table_aggregate.spec import OPERATOR, TableAggregateSpec
-from joins.operators.table_filter.spec import TableRecord
 
 _BAD = re.compile(re.escape(OPERATOR) + r" input, record (\d+), field '([^']*)': ([^\n]*?)(?: SQLSTATE|\n|$)")
 

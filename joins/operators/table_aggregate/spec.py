@@ -20,9 +20,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, StrictStr, field_validator, model_validator
 
 from joins.core.fields import FieldPath
-from joins.core.versioned import VersionedInputSpec
+from joins.core.versioned import TableRecord, VersionedInputSpec
 from joins.errors import config_error
-from joins.operators.table_filter.spec import TableRecord
 from joins.spec import Spec, parse_record
 
 OPERATOR = "table_aggregate"

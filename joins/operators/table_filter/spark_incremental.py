@@ -28,10 +28,9 @@ from joins.changelog import (
     require,
     side_clock,
 )
-from joins.changelog.values import JsonValues, TypedValues
+from joins.changelog.values import JsonValues, TypedValues, value_struct
 from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
 from joins.operators.table_filter.spark_predicate import INCOMPARABLE, MISSING_FIELD, PASS, verdict
-from joins.operators.table_table_join.fold import value_struct
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

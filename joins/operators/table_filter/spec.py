@@ -19,13 +19,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Final, Literal
 
-from pydantic import Field, StrictInt, model_validator
+from pydantic import Field, model_validator
 
 from joins.core.fields import FieldPath, is_number
-from joins.core.keys import TableKey
-from joins.core.versioned import VersionedInputSpec
+from joins.core.versioned import TableRecord, VersionedInputSpec
 from joins.errors import config_error
-from joins.spec import Record, Spec, parse_record
+from joins.spec import Spec, parse_record
 
 OPERATOR = "table_filter"
 
@@ -57,16 +56,6 @@ class TableFilterSpec(VersionedInputSpec):
     operator_name: ClassVar[str] = OPERATOR
 
     predicate: PredicateSpec
-
-
-class TableRecord(Record):
-    """`{"i", "key", "value", "ts"}`: one update of a single input table. The value is required
-    but may be null (a tombstone); an empty string is a value."""
-
-    i: StrictInt
-    key: TableKey = Field(...)
-    value: Any = Field(...)
-    ts: StrictInt
 
 
 def parse_table_filter_record(raw: Any, index: int) -> TableRecord:

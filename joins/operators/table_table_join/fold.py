@@ -49,12 +49,6 @@ ACC = "_acc"          # the fold's result per key
 _SHORT: dict[Side, str] = {"left": "l", "right": "r"}
 
 
-def value_struct(schema: StructType, columns: tuple[str, ...]) -> StructType:
-    from pyspark.sql.types import StructField, StructType
-
-    return StructType([StructField(c, schema[c].dataType, True) for c in columns])
-
-
 def _checked(column: Column, what: str, side: Side, key: Column, seq: Column) -> Column:
     """`column`, or a failure naming the update when it is null (never dropped silently)."""
     from pyspark.sql import functions as F

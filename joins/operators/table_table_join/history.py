@@ -28,7 +28,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from joins.changelog import ChangelogColumns
-from joins.operators.stream_table_join.prefix import P_BEFORE, prefix_stream_time
 from joins.operators.table_table_join.columns import (
     EVENT_DATE,
     SIDES,
@@ -38,6 +37,7 @@ from joins.operators.table_table_join.columns import (
     TableTableColumns,
     has,
 )
+from joins.versioned.prefix import P_BEFORE, prefix_stream_time
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -31,6 +31,7 @@ from joins.changelog import (
     side_clock,
     stream_time_key,
 )
+from joins.changelog.values import value_struct
 from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
 from joins.incremental.backfill import count_if
 from joins.operators.table_table_join.columns import (
@@ -50,7 +51,7 @@ from joins.operators.table_table_join.columns import (
     present,
     side_ts,
 )
-from joins.operators.table_table_join.fold import ACC, KEY, fold, side_updates, value_struct
+from joins.operators.table_table_join.fold import ACC, KEY, fold, side_updates
 from joins.operators.table_table_join.report import TableTableReport
 
 if TYPE_CHECKING:

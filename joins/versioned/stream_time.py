@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from joins.operators.versioned_table.spark_batch import ARRIVAL, TS
+from joins.versioned.spark_store import ARRIVAL, TS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, WindowSpec

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from joins.errors import JoinsError
-from joins.operators.versioned_table.quarantine import (
+from joins.versioned.quarantine import (
     KIND_BAD_FILE,
     KIND_BAD_RECORD,
     KIND_EXPIRED,
     batch_quarantine_counts,
 )
-from joins.operators.versioned_table.spark_batch import BATCH_ID, OPERATOR, SOURCE_ID, read_stream_time
+from joins.versioned.spark_store import BATCH_ID, OPERATOR, SOURCE_ID, read_stream_time
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

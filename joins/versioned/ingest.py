@@ -27,20 +27,21 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from joins.errors import ConfigError, InputRecordError
-from joins.operators.versioned_table.batches import (
+from joins.spark.exprs import event_date, expired_reason_sql, ident
+from joins.versioned.batches import (
     IngestReport,
     check_batch_order,
     recorded_batch_report,
 )
-from joins.operators.versioned_table.quarantine import (
+from joins.versioned.quarantine import (
     KIND_EXPIRED,
     SOURCE_FILE,
     SOURCE_ROW,
     bad_record_quarantine_rows,
     commit_quarantine,
 )
-from joins.operators.versioned_table.retention import check_history_retention, retention_configuration
-from joins.operators.versioned_table.spark_batch import (
+from joins.versioned.retention import check_history_retention, retention_configuration
+from joins.versioned.spark_store import (
     ARRIVAL,
     BATCH_ID,
     OPERATOR,
@@ -55,13 +56,12 @@ from joins.operators.versioned_table.spark_batch import (
     require_columns,
     ts_out_of_range,
 )
-from joins.operators.versioned_table.stream_time import (
+from joins.versioned.stream_time import (
     DEFAULT_BLOCK_ROWS,
     DUPLICATE_ARRIVAL,
     STREAM_TIME,
     with_stream_time,
 )
-from joins.spark.exprs import event_date, expired_reason_sql, ident
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from joins.errors import ConfigError
-from joins.operators.versioned_table.spark_batch import OPERATOR
+from joins.versioned.spark_store import OPERATOR
 
 RETENTION_PROPERTY = "temporalJoins.historyRetentionMs"
 

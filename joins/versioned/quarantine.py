@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from joins.operators.versioned_table.spark_batch import ARRIVAL, BATCH_ID, SOURCE_ID, TS, require_columns
+from joins.versioned.spark_store import ARRIVAL, BATCH_ID, SOURCE_ID, TS, require_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
