@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 from joins import lake
 from joins.changelog import stream_time_key
+from joins.changelog.agreement import Agreement, HistoryForm, compare_with_history
+from joins.changelog.history import as_of
 from joins.changelog.keyed import STATE_BATCH, latest_per_key
 from joins.incremental import BatchLog, BatchStateError, JoinRoot, Source
 from joins.incremental.backfill import BackfillResult, run_backfill
@@ -38,8 +40,6 @@ from joins.operators.fk_join.columns import (
 )
 from joins.operators.fk_join.spark_batch import temporal_history
 from joins.operators.fk_join.spark_incremental import FkJoinStep
-from joins.operators.table_table_join.backfill import Agreement, HistoryForm, compare_with_history
-from joins.operators.table_table_join.history import as_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -24,25 +24,25 @@ State (append-only logs read as "latest per key", `joins.changelog.keyed`):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 from joins.changelog import ChangelogColumns
-from joins.operators.table_table_join.columns import (
-    BATCH_ID,
-    EMIT_SEQ,
-    EVENT_DATE,
-    TOMBSTONE,
-    TS,
-    has,
-)
+
+# The result's vocabulary is shared with the table-table join (joins/changelog/result.py); this
+# join's modules name it from here.
+from joins.changelog.result import BATCH_ID as BATCH_ID
+from joins.changelog.result import EMIT_SEQ as EMIT_SEQ
+from joins.changelog.result import EVENT_DATE as EVENT_DATE
+from joins.changelog.result import HISTORY as HISTORY
+from joins.changelog.result import SIDES as SIDES
+from joins.changelog.result import TOMBSTONE as TOMBSTONE
+from joins.changelog.result import TS as TS
+from joins.changelog.result import Side as Side
+from joins.changelog.result import has as has
 
 OPERATOR = "fk_join (spark)"
 APP = "fk_join"
 LHS, RHS, SUBSCRIPTIONS = "lhs", "rhs", "subscriptions"
-HISTORY = "history"
 
-Side = Literal["left", "right"]
-SIDES: tuple[Side, Side] = ("left", "right")
 
 # Bookkeeping columns of the state tables (underscored: never a user's value column).
 S_TS, S_PRESENT, S_LATEST, S_FK, S_HASH = "_ts", "_present", "_latest_ts", "_fk", "_hash"

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import StrictBool, StrictStr, model_validator
 
+from joins.changelog.join_engine import LATEST_CHECK, ChangelogJoinEngine, ChangelogSideSpec
 from joins.operators.fk_join.spec import FkJoinSpec
-from joins.operators.table_table_join.pipeline import LATEST_CHECK, ChangelogJoinEngine, ChangelogSideSpec
 from joins.pipeline.spec import PipelineInput, PipelineLayout, PipelineSpec
 from joins.pipeline.summary import RunSummary
 

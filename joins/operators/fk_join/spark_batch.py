@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from joins.changelog.history import stored_updates
+from joins.changelog.result import VALID_FROM, VALID_TO
 from joins.operators.fk_join.columns import EVENT_DATE, FkColumns, Side, has
-from joins.operators.table_table_join.columns import VALID_FROM, VALID_TO
-from joins.operators.table_table_join.history import stored_updates
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

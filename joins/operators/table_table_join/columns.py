@@ -14,25 +14,26 @@ what decides "out of order").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 from joins.changelog import ChangelogColumns
+
+# The result's vocabulary is shared with the foreign-key join (joins/changelog/result.py); this
+# join's modules name it from here.
+from joins.changelog.result import BATCH_ID as BATCH_ID
+from joins.changelog.result import EMIT_SEQ as EMIT_SEQ
+from joins.changelog.result import EVENT_DATE as EVENT_DATE
+from joins.changelog.result import HISTORY as HISTORY
+from joins.changelog.result import SIDES as SIDES
+from joins.changelog.result import TOMBSTONE as TOMBSTONE
+from joins.changelog.result import TS as TS
+from joins.changelog.result import VALID_FROM as VALID_FROM
+from joins.changelog.result import VALID_TO as VALID_TO
+from joins.changelog.result import Side as Side
+from joins.changelog.result import has as has
 
 OPERATOR = "table_table_join (spark)"
 APP = "table_table_join"
 CURRENT = "current"
-HISTORY = "history"
-
-Side = Literal["left", "right"]
-SIDES: tuple[Side, Side] = ("left", "right")
-
-TS, TOMBSTONE, EVENT_DATE = "ts", "tombstone", "event_date"
-BATCH_ID, EMIT_SEQ = "_batch_id", "_emit_seq"
-VALID_FROM, VALID_TO = "valid_from", "valid_to"
-
-
-def has(side: Side) -> str:
-    return f"has_{side}"
 
 
 def present(side: Side) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from joins.changelog import ChangelogColumns
+from joins.changelog.history import stored_updates
 from joins.operators.table_table_join.columns import (
     EVENT_DATE,
     SIDES,
@@ -37,7 +37,6 @@ from joins.operators.table_table_join.columns import (
     TableTableColumns,
     has,
 )
-from joins.versioned.prefix import P_BEFORE, prefix_stream_time
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -45,19 +44,6 @@ if TYPE_CHECKING:
     from joins.operators.table_table_join.spec import TableTableJoinSpec
 
 _KEY, _TS, _SEQ, _SIDE = "_key", "_ts", "_seq", "_side"
-
-
-def stored_updates(changelog: DataFrame, cols: ChangelogColumns, retention_ms: int | None) -> DataFrame:
-    """A side's updates its store took: all of them on an unversioned side; on a versioned one
-    those not older than the side's stream time (largest earlier ts) minus retention."""
-    from pyspark.sql import functions as F
-
-    if retention_ms is None:
-        return changelog
-    scan = prefix_stream_time(changelog, ts_col=cols.ts, seq_col=cols.seq, stream_time_before=None)
-    seen = F.col(P_BEFORE)
-    return scan.frame.where(seen.isNull() | (F.col(cols.ts) >= seen - F.lit(retention_ms))).drop(
-        P_BEFORE, "_block")
 
 
 def _version(changelog: DataFrame, side: Side, cols: TableTableColumns) -> Column:
@@ -126,10 +112,3 @@ def temporal_history(left: DataFrame, right: DataFrame, spec: TableTableJoinSpec
     out += [F.col(_TS).alias(VALID_FROM), F.col("_next").alias(VALID_TO),
             event_date(F.col(_TS)).alias(EVENT_DATE)]
     return segments.where(exists).select(*out)
-
-
-def as_of(history: DataFrame, t: int) -> DataFrame:
-    """get(key, t) for every key: the history rows valid at t."""
-    from pyspark.sql import functions as F
-
-    return history.where((F.col(VALID_FROM) <= t) & (F.col(VALID_TO).isNull() | (F.col(VALID_TO) > t)))

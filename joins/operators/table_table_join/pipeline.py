@@ -10,40 +10,21 @@ history of the latest complete day with a recomputation) and `latest_equals_temp
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, StrictBool, StrictInt, model_validator
+from pydantic import StrictBool, model_validator
 
-from joins.core.human import iso_time
-from joins.core.versioned import VersionedInput
-from joins.operators.table_table_join.columns import BATCH_ID
+from joins.changelog.join_engine import LATEST_CHECK, ChangelogJoinEngine, ChangelogSideSpec
 from joins.operators.table_table_join.spec import TableTableJoinSpec
-from joins.pipeline.sources import SourceSpec
 from joins.pipeline.spec import PipelineInput, PipelineLayout, PipelineSpec
-from joins.pipeline.summary import BackfillSummary, CheckSummary, DayDifference, RunSummary
+from joins.pipeline.summary import RunSummary
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from joins.incremental.backfill import BackfillResult
-    from joins.operators.table_table_join.backfill import Agreement
     from joins.operators.table_table_join.columns import TableTableColumns
 
-LATEST_CHECK = "latest_equals_temporal_history"
-
-
-class ChangelogSideSpec(SourceSpec):
-    """A side of the join: its landing source, and how the join materialises it
-    (`versioned` with `history_retention_ms`, or by arrival)."""
-
-    versioned: StrictBool = True
-    history_retention_ms: StrictInt | None = Field(default=None, ge=0)
-
-    def versioning(self) -> VersionedInput:
-        return VersionedInput(versioned=self.versioned, history_retention_ms=self.history_retention_ms)
 
 
 class TableTableJoinPipeline(PipelineSpec):
@@ -116,57 +97,10 @@ class TableTableJoinPipeline(PipelineSpec):
 
 
 @dataclass(frozen=True)
-class ChangelogJoinEngine:
-    """What runs a join of two changelog tables for the Dagster layer (the table-table join,
-    the foreign-key join): the operator's package (`package`) has `backfill.backfill` and
-    `backfill.latest_agreement`; its batch log is `app`. A subclass gives `microbatch`."""
-
-    spec: Any
-    layout: PipelineLayout
-    package: ClassVar[str] = "joins.operators.table_table_join"
-    app: ClassVar[str] = "table_table_join"
-
-    def _sources(self) -> dict[str, str]:
-        return {"left_source": self.layout.input_table("left"),
-                "right_source": self.layout.input_table("right")}
-
-    def _backfill_module(self) -> Any:
-        return importlib.import_module(f"{self.package}.backfill")
-
-    def run_summary(self, r: Any, counters: dict[str, int]) -> RunSummary:
-        """A micro-batch report (both operators' reports have these fields) as a summary."""
-        for side in ("left", "right"):
-            counters[f"out_of_order_ignored_{side}"] = r.out_of_order_ignored.get(side, 0)
-            counters[f"expired_{side}"] = r.expired.get(side, 0)
-        return RunSummary(
-            batch_id=r.batch_id, skipped=r.skipped, skip_reason=r.skip_reason,
-            input_versions=dict(r.versions), rows_in=dict(r.rows_in), rows_out=r.rows_out,
-            quarantined=r.quarantined, stream_time=r.join_stream_time,
-            event_days_touched=tuple(r.event_days_touched),
-            output_version=r.commits.get("output") if r.commits else None,
-            counters={} if r.skipped else counters, timings=dict(r.timings))
-
-    def backfill(self, spark: SparkSession, days: Sequence[str], *,
-                 dry_run: bool = False) -> BackfillSummary:
-        return backfill_summary(self._backfill_module().backfill(
-            spark, self.spec.engine_spec(), self.layout.join_root, days=list(days),
-            columns=self.spec.columns(), dry_run=dry_run, **self._sources()))
-
-    def stream_time(self) -> int | None:
-        return carried_stream_time(self.layout, self.app)
-
-    def output_identity(self) -> tuple[str, ...]:
-        return (self.spec.left.key_column, BATCH_ID)
-
-    def consistency(self, spark: SparkSession) -> CheckSummary:
-        return agreement_summary(self._backfill_module().latest_agreement(
-            spark, self.spec.engine_spec(), self.layout.join_root, columns=self.spec.columns(),
-            **self._sources()))
-
-
-@dataclass(frozen=True)
 class TableTableJoinEngine(ChangelogJoinEngine):
     spec: TableTableJoinPipeline
+    package: ClassVar[str] = "joins.operators.table_table_join"
+    app: ClassVar[str] = "table_table_join"
 
     def microbatch(self, spark: SparkSession) -> RunSummary:
         from joins.operators.table_table_join.spark_incremental import run_microbatch
@@ -176,44 +110,3 @@ class TableTableJoinEngine(ChangelogJoinEngine):
                            quarantine_expired=self.spec.quarantine_expired, **self._sources())
         return self.run_summary(r, {"tombstones_out": r.tombstones_out,
                                     "keys_changed": r.keys_changed})
-
-
-def carried_stream_time(layout: PipelineLayout, app: str) -> int | None:
-    """A two-sided changelog join's stream time: the larger of the sides' stream times that
-    the last completed micro-batch carried (`<side>_stream_time`)."""
-    from joins.incremental import BatchLog
-
-    done = BatchLog(layout.join.checkpoints, app).tail().last_done
-    if done is None:
-        return None
-    times = [t for s in ("left", "right") if (t := done.carry.get(f"{s}_stream_time")) is not None]
-    return max(times) if times else None
-
-
-def backfill_summary(r: BackfillResult) -> BackfillSummary:
-    """A runtime backfill's result as the Dagster layer's summary."""
-    return BackfillSummary(
-        days=tuple(r.days), rows_in=0,
-        output_version=r.commit_version if r.commit_version is not None else r.output_version_before,
-        committed=r.commit_version is not None,
-        per_day={d.day: DayDifference(d.rows_before, d.rows_after, d.added, d.removed, d.changed)
-                 for d in r.per_day})
-
-
-def agreement_summary(a: Agreement) -> CheckSummary:
-    """The current results against the temporal history at stream time, as a check's verdict."""
-    metadata: dict[str, int | str] = {
-        "stream_time": -1 if a.stream_time is None else a.stream_time,
-        "keys_incremental": a.keys_incremental, "keys_history": a.keys_history,
-        "only_incremental": a.only_incremental, "only_history": a.only_history,
-        "different": a.different}
-    if a.stream_time is None:
-        return CheckSummary(True, "nothing to compare: no micro-batch has run yet", metadata)
-    if a.agrees:
-        return CheckSummary(True, f"{a.keys_incremental} key(s) with a result: the current "
-                                  f"results equal the temporal history at stream time "
-                                  f"{iso_time(a.stream_time)}", metadata)
-    return CheckSummary(False, f"{a.different} key(s) differ, {a.only_incremental} only in the "
-                               f"current results, {a.only_history} only in the history at "
-                               f"stream time {iso_time(a.stream_time)} (an unversioned side takes the last "
-                               f"arrival, the history the latest ts)", metadata)
