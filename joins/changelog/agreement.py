@@ -4,17 +4,21 @@ results against the history at the join's stream time."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from joins import lake
+from joins.changelog.expiry import stream_time_key
 from joins.changelog.result import EVENT_DATE, HISTORY, SIDES, VALID_FROM, VALID_TO, has
+from joins.incremental import BatchDone, BatchLog, BatchStateError, JoinRoot, Source
 from joins.incremental.backfill import BackfillContext, BackfillRows
 from joins.spark.exprs import count_if
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 
 @dataclass
@@ -63,6 +67,29 @@ class Agreement:
     @property
     def agrees(self) -> bool:
         return self.only_incremental == 0 and self.only_history == 0 and self.different == 0
+
+
+@contextlib.contextmanager
+def settled(root: str, app: str, wait_s: float) -> Iterator[tuple[BatchDone | None, int | None]]:
+    """Under the join's lease (no micro-batch runs meanwhile): its last completed batch and the
+    join's stream time (the larger of the sides' it carried; None before any update)."""
+    jr = JoinRoot(root)
+    with lake.Lease(jr.lease, purpose=f"{app} latest-versus-history check").held(wait_s=wait_s):
+        tail = BatchLog(jr.checkpoints, app).tail()
+        if tail.pending is not None:
+            raise BatchStateError(f"{app}: micro-batch {tail.pending.batch_id} under {root} is "
+                                  f"planned but not completed; run it before the check")
+        done = tail.last_done
+        times = [] if done is None else [t for s in SIDES
+                                         if (t := done.carry.get(stream_time_key(s))) is not None]
+        yield done, max(times) if times else None
+
+
+def changelogs_read(spark: SparkSession, sources: Mapping[str, str | Source],
+                    done: BatchDone) -> dict[str, DataFrame]:
+    """Both sides' changelogs as the batch `done` had consumed them."""
+    return {s: (src if isinstance(src, Source) else Source(src)).snapshot(spark, done.consumed[s])
+            for s, src in sources.items()}
 
 
 def compare_with_history(current: DataFrame, history: DataFrame, cols: Any, stream_time: int,

@@ -9,16 +9,20 @@ the reference engine takes them as one key (1 and 1.0 are two keys).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from joins import lake
 from joins.changelog.values import FIELD_TYPE, JsonValues, field_column
 from joins.core.fields import canonical_json
 from joins.core.keys import key_text
+from joins.microbatch import cut_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from joins.operators.base import Item
 
 CHANGELOG_SCHEMA = "key string, value string, ts long, tombstone boolean, _seq long"
 
@@ -55,3 +59,39 @@ def read_rows(spark: SparkSession, path: str, columns: list[str] | None = None) 
     if not lake.table_exists(path):
         return []
     return lake.read_delta(spark, path, columns=columns).collect()
+
+
+class ReplayLake(Protocol):
+    """A scenario's lake: its records landed as input tables, the join run one micro-batch at a
+    time, the output read back as `(batch id, ..., item)` tuples in emission order."""
+
+    def land(self, records: Sequence[Any]) -> None: ...
+
+    def run(self) -> Any: ...
+
+    def ordered_rows(self) -> Sequence[tuple[Any, ...]]: ...
+
+
+def replay_batches(make: Callable[[str], ReplayLake], records: Sequence[Any],
+                   batch_size: int | None, *, counters: Callable[[Any], Mapping[str, int]],
+                   names: Sequence[str] = (), metrics: dict[str, int] | None = None,
+                   prefix: str = "tj-replay-") -> list[Item]:
+    """`python -m joins replay --engine spark` for an operator's `ReplayLake` (made in a temporary
+    folder): `batch_size` records a micro-batch (None: one batch), each item with `after_input`,
+    the last input index of its batch. `counters(result)` gives a batch's share of the
+    reference's counters; their sums go to `metrics` (every one of `names`, zero or not)."""
+    totals = dict.fromkeys(names, 0)
+    last_of_batch: dict[int, int] = {}
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        replay = make(tmp)
+        for batch in cut_batches(records, batch_size):
+            replay.land(batch)
+            result = replay.run()
+            assert result.batch_id is not None and not result.skipped
+            last_of_batch[result.batch_id] = batch[-1].i
+            for name, n in counters(result).items():
+                totals[name] = totals.get(name, 0) + int(n)
+        ordered = replay.ordered_rows()
+    if metrics is not None:
+        metrics.update(totals)
+    return [{**row[-1], "after_input": last_of_batch[row[0]]} for row in ordered]

@@ -22,11 +22,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from joins import lake
-from joins.changelog import stream_time_key
-from joins.changelog.agreement import Agreement, HistoryForm, compare_with_history
+from joins.changelog.agreement import (
+    Agreement,
+    HistoryForm,
+    changelogs_read,
+    compare_with_history,
+    settled,
+)
 from joins.changelog.history import as_of
 from joins.changelog.keyed import STATE_BATCH, latest_per_key
-from joins.incremental import BatchLog, BatchStateError, JoinRoot, Source
+from joins.incremental import JoinRoot, Source
 from joins.incremental.backfill import BackfillResult, run_backfill
 from joins.operators.fk_join.columns import (
     APP,
@@ -34,7 +39,6 @@ from joins.operators.fk_join.columns import (
     RHS,
     S_FK,
     S_PRESENT,
-    SIDES,
     FkColumns,
     has,
 )
@@ -83,21 +87,11 @@ def latest_agreement(spark: SparkSession, spec: FkJoinSpec, root: str, *,
 
     cols = columns or FkColumns()
     jr = JoinRoot(root)
-    with lake.Lease(jr.lease, purpose=f"{APP} latest-versus-history check").held(wait_s=wait_s):
-        tail = BatchLog(jr.checkpoints, APP).tail()
-        if tail.pending is not None:
-            raise BatchStateError(f"{APP}: micro-batch {tail.pending.batch_id} under {root} is "
-                                  f"planned but not completed; run it before the check")
-        done = tail.last_done
-        times = [] if done is None else [t for s in SIDES
-                                         if (t := done.carry.get(stream_time_key(s))) is not None]
-        states = {t: lake.delta_version(jr.state(t)) for t in (LHS, RHS)}
-        if done is None or not times or states[LHS] is None:
+    with settled(root, APP, wait_s) as (done, t):
+        states = {name: lake.delta_version(jr.state(name)) for name in (LHS, RHS)}
+        if done is None or t is None or states[LHS] is None:
             return Agreement(None, None if done is None else done.batch_id)
-        t = max(times)
-        sources = {s: Source(p) if isinstance(p, str) else p
-                   for s, p in (("left", left_source), ("right", right_source))}
-        logs = {s: sources[s].snapshot(spark, done.consumed[s]) for s in SIDES}
+        logs = changelogs_read(spark, {"left": left_source, "right": right_source}, done)
         history = as_of(temporal_history(logs["left"], logs["right"], spec, cols), t)
         lhs = lake.read_delta(spark, jr.state(LHS), version=states[LHS])
         if states[RHS] is None:  # no right row yet: an empty right table of the input's types

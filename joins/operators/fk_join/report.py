@@ -1,59 +1,26 @@
-"""What one micro-batch of the Spark foreign-key join reports (plain values: the batch log's
-done record holds it; the Dagster layer turns it into metadata)."""
+"""What one micro-batch of the Spark foreign-key join reports: the counters every join of two
+changelog tables reports (`joins.changelog.report`) and the subscription protocol's traffic."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
+
+from joins.changelog.report import ChangelogJoinReport
 
 
 @dataclass(frozen=True)
-class FkJoinReport:
-    """One micro-batch (or, with `skipped`, that there was nothing to do).
-
-    Protocol traffic: `subscriptions_sent` (messages the batch's left updates sent),
+class FkJoinReport(ChangelogJoinReport):
+    """Protocol traffic: `subscriptions_sent` (messages the batch's left updates sent),
     `subscriptions` (live subscriptions after the batch), `answers` (responses to
     subscriptions), `fan_out` (responses the batch's right updates sent to subscribers),
     `stale_discarded` (responses whose hash was no longer the current left value's),
     `rows_out` (results, after compaction to the last per key). Updates that produced nothing:
     `out_of_order_ignored` and `expired` per side, `null_foreign_key_skipped` (inner join)."""
 
-    batch_id: int | None
-    skipped: bool = False
-    skip_reason: str | None = None
-    versions: dict[str, tuple[int, int] | None] = field(default_factory=dict)
-    rows_in: dict[str, int] = field(default_factory=dict)
-    rows_out: int = 0
     subscriptions_sent: int = 0
     subscriptions: int = 0
     answers: int = 0
     fan_out: int = 0
     stale_discarded: int = 0
     not_propagated: int = 0
-    out_of_order_ignored: dict[str, int] = field(default_factory=dict)
-    expired: dict[str, int] = field(default_factory=dict)
     null_foreign_key_skipped: int = 0
-    quarantined: int = 0
-    stream_time: dict[str, int | None] = field(default_factory=dict)
-    event_days_touched: tuple[str, ...] = ()
-    commits: dict[str, int | None] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def join_stream_time(self) -> int | None:
-        """The largest ts either side has seen."""
-        known = [t for t in self.stream_time.values() if t is not None]
-        return max(known) if known else None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        for name in ("commits", "timings", "skipped", "skip_reason"):
-            out.pop(name)
-        return out
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any], **extra: Any) -> FkJoinReport:
-        versions = {k: None if v is None else (int(v[0]), int(v[1]))
-                    for k, v in raw.get("versions", {}).items()}
-        return cls(**{**raw, "versions": versions,
-                      "event_days_touched": tuple(raw.get("event_days_touched", ())), **extra})

@@ -28,6 +28,7 @@ from joins.changelog import (
     side_clock,
     stream_time_key,
 )
+from joins.changelog.report import consumed_versions
 from joins.errors import ConfigError
 from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
 from joins.operators.fk_join.columns import (
@@ -253,8 +254,7 @@ class FkJoinStep:
             live_subs = int(carry.get("subscriptions", 0)) + metric(LHS, "subscribed")
             report = FkJoinReport(
                 batch_id=plan.batch_id,
-                versions={s: None if plan.ranges[s].empty else
-                          (plan.ranges[s].first, plan.ranges[s].last) for s in SIDES},
+                versions=consumed_versions(plan),
                 rows_in={s: int(clocks[s].rows or 0) for s in SIDES},
                 rows_out=outcome.rows("output"), subscriptions_sent=metric(LHS, "sent"),
                 subscriptions=live_subs, answers=metric("output", "answers"),
@@ -282,17 +282,4 @@ def run_microbatch(spark: SparkSession, spec: FkJoinSpec, root: str, *, left_sou
     step = FkJoinStep(spec, columns or FkColumns(), quarantine_expired, verify_hash)
     result = incremental.run_microbatch(spark, step, root, {"left": left_source, "right": right_source},
                                         batch_id=batch_id, wait_s=wait_s)
-    return report_of(result)
-
-
-def report_of(result: incremental.BatchResult) -> FkJoinReport:
-    done = result.done
-    timings = dict(result.timings)
-    if done is not None and (not result.skipped or result.batch_id is not None):
-        return FkJoinReport.from_dict(done.report, skipped=result.skipped,
-                                      skip_reason=result.skip_reason, commits=result.commits,
-                                      timings=timings)
-    carry = {} if done is None else done.carry
-    return FkJoinReport(batch_id=None, skipped=True, skip_reason=result.skip_reason,
-                        stream_time={s: carry.get(stream_time_key(s)) for s in SIDES},
-                        timings=timings)
+    return FkJoinReport.of(result)

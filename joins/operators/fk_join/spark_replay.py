@@ -13,14 +13,12 @@ subscription store's prefix scan order).
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from joins import lake
-from joins.changelog.replay import CHANGELOG_SCHEMA, loads, read_rows, value_text
+from joins.changelog.replay import CHANGELOG_SCHEMA, loads, read_rows, replay_batches, value_text
 from joins.core.keys import key_text
-from joins.microbatch import cut_batches
 from joins.operators.base import Item
 from joins.operators.fk_join.columns import BATCH_ID, EMIT_SEQ, SIDES, has
 from joins.operators.fk_join.spec import FkJoinRecord, FkJoinSpec
@@ -91,12 +89,16 @@ class ReplayLake:
         return sorted(out, key=lambda t: (t[0], t[1], t[2]))
 
 
-def counters_of(reports: Sequence[FkJoinReport]) -> dict[str, int]:
-    """The reference's counters, summed over the batches' reports."""
-    return {"out_of_order_ignored": sum(sum(r.out_of_order_ignored.values()) for r in reports),
-            "expired": sum(sum(r.expired.values()) for r in reports),
-            "null_foreign_key_skipped": sum(r.null_foreign_key_skipped for r in reports),
-            "stale_response_discarded": sum(r.stale_discarded for r in reports)}
+COUNTERS = ("out_of_order_ignored", "expired", "null_foreign_key_skipped", "stale_response_discarded")
+
+
+def counters_of(report: FkJoinReport) -> dict[str, int]:
+    """A batch's share of the reference's counters."""
+    return {"out_of_order_ignored": sum(report.out_of_order_ignored.values()),
+            "expired": sum(report.expired.values()),
+            "null_foreign_key_skipped": report.null_foreign_key_skipped,
+            "stale_response_discarded": report.stale_discarded}
+
 
 
 def spark_replay(spec: FkJoinSpec, records: Sequence[FkJoinRecord], batch_size: int | None,
@@ -105,17 +107,6 @@ def spark_replay(spec: FkJoinSpec, records: Sequence[FkJoinRecord], batch_size: 
     batch); items carry `after_input` = the last input index of their batch."""
     from joins.spark import get_spark
 
-    reports = []
-    last_of_batch: dict[int, int] = {}
-    with tempfile.TemporaryDirectory(prefix="tj-fk-replay-") as tmp:
-        replay = ReplayLake(get_spark(), spec, tmp)
-        for batch in cut_batches(records, batch_size):
-            replay.land(batch)
-            report = replay.run()
-            assert report.batch_id is not None and not report.skipped
-            last_of_batch[report.batch_id] = batch[-1].i
-            reports.append(report)
-        ordered = replay.ordered_rows()
-    if metrics is not None:
-        metrics.update(counters_of(reports))
-    return [{**item, "after_input": last_of_batch[bid]} for bid, _seq, _key, item in ordered]
+    return replay_batches(lambda tmp: ReplayLake(get_spark(), spec, tmp), records, batch_size,
+                          counters=counters_of, names=COUNTERS, metrics=metrics,
+                          prefix="tj-fk-replay-")

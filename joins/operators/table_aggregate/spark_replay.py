@@ -7,15 +7,13 @@ InputRecordError."""
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from joins.changelog.replay import land, loads, read_rows
+from joins.changelog.replay import land, loads, read_rows, replay_batches
 from joins.changelog.values import JsonValues
 from joins.core.versioned import TableRecord
 from joins.errors import InputRecordError
-from joins.microbatch import cut_batches
 from joins.operators.base import Item
 from joins.operators.table_aggregate.reference import METRIC_NAMES
 from joins.operators.table_aggregate.spec import OPERATOR, TableAggregateSpec
@@ -73,18 +71,6 @@ def spark_replay(spec: TableAggregateSpec, records: Sequence[TableRecord], batch
                  metrics: dict[str, int] | None = None) -> list[Item]:
     from joins.spark import get_spark
 
-    counters = dict.fromkeys(METRIC_NAMES, 0)
-    last_of_batch: dict[int, int] = {}
-    with tempfile.TemporaryDirectory(prefix="tj-aggregate-replay-") as tmp:
-        replay = AggregateReplay(get_spark(), spec, tmp)
-        for batch in cut_batches(records, batch_size):
-            replay.land(batch)
-            result = replay.run()
-            assert result.done is not None and result.batch_id is not None
-            last_of_batch[result.batch_id] = batch[-1].i
-            for name in METRIC_NAMES:
-                counters[name] += int(result.done.report.get(name, 0))
-        ordered = replay.ordered_rows()
-    if metrics is not None:
-        metrics.update(counters)
-    return [{**item, "after_input": last_of_batch[bid]} for bid, _seq, _role, item in ordered]
+    return replay_batches(lambda tmp: AggregateReplay(get_spark(), spec, tmp), records, batch_size,
+                          counters=lambda r: {n: r.done.report.get(n, 0) for n in METRIC_NAMES},
+                          names=METRIC_NAMES, metrics=metrics, prefix="tj-aggregate-replay-")

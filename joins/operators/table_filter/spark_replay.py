@@ -4,13 +4,11 @@ a FIELD column) and the incremental filter runs each batch."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from joins.changelog.replay import land, loads, read_rows
+from joins.changelog.replay import land, loads, read_rows, replay_batches
 from joins.changelog.values import JsonValues
-from joins.microbatch import cut_batches
 from joins.operators.base import Item
 from joins.operators.table_filter.reference import METRIC_NAMES
 from joins.operators.table_filter.spec import TableFilterSpec, TableRecord
@@ -54,18 +52,6 @@ def spark_replay(spec: TableFilterSpec, records: Sequence[TableRecord], batch_si
                  metrics: dict[str, int] | None = None) -> list[Item]:
     from joins.spark import get_spark
 
-    counters = dict.fromkeys(METRIC_NAMES, 0)
-    last_of_batch: dict[int, int] = {}
-    with tempfile.TemporaryDirectory(prefix="tj-filter-replay-") as tmp:
-        replay = FilterReplay(get_spark(), spec, tmp)
-        for batch in cut_batches(records, batch_size):
-            replay.land(batch)
-            result = replay.run()
-            assert result.done is not None and result.batch_id is not None
-            last_of_batch[result.batch_id] = batch[-1].i
-            for name in METRIC_NAMES:
-                counters[name] += int(result.done.report.get(name, 0))
-        ordered = replay.ordered_rows()
-    if metrics is not None:
-        metrics.update(counters)
-    return [{**item, "after_input": last_of_batch[bid]} for bid, _seq, item in ordered]
+    return replay_batches(lambda tmp: FilterReplay(get_spark(), spec, tmp), records, batch_size,
+                          counters=lambda r: {n: r.done.report.get(n, 0) for n in METRIC_NAMES},
+                          names=METRIC_NAMES, metrics=metrics, prefix="tj-filter-replay-")

@@ -21,11 +21,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from joins import lake
-from joins.changelog import stream_time_key
-from joins.changelog.agreement import Agreement, HistoryForm, compare_with_history
+from joins.changelog.agreement import Agreement, HistoryForm, changelogs_read, compare_with_history, settled
 from joins.changelog.history import as_of
 from joins.changelog.keyed import latest_per_key
-from joins.incremental import BatchLog, BatchStateError, JoinRoot, Source
+from joins.incremental import JoinRoot, Source
 from joins.incremental.backfill import (
     BackfillResult,
     run_backfill,
@@ -80,23 +79,12 @@ def latest_agreement(spark: SparkSession, spec: TableTableJoinSpec, root: str, *
     with the temporal history at the join's stream time."""
 
     cols = columns or TableTableColumns()
-    jr = JoinRoot(root)
-    with lake.Lease(jr.lease, purpose=f"{APP} latest-versus-history check").held(wait_s=wait_s):
-        tail = BatchLog(jr.checkpoints, APP).tail()
-        if tail.pending is not None:
-            raise BatchStateError(f"{APP}: micro-batch {tail.pending.batch_id} under {root} is "
-                                  f"planned but not completed; run it before the check")
-        done = tail.last_done
-        times = [] if done is None else [t for s in SIDES
-                                         if (t := done.carry.get(stream_time_key(s))) is not None]
-        state_version = lake.delta_version(jr.state(CURRENT))
-        if done is None or not times or state_version is None:
+    with settled(root, APP, wait_s) as (done, t):
+        state_version = lake.delta_version(JoinRoot(root).state(CURRENT))
+        if done is None or t is None or state_version is None:
             return Agreement(None, None if done is None else done.batch_id)
-        t = max(times)
-        sources = {s: src if isinstance(src, Source) else Source(src)
-                   for s, src in (("left", left_source), ("right", right_source))}
-        changelogs = {s: sources[s].snapshot(spark, done.consumed[s]) for s in SIDES}
-        history = as_of(temporal_history(changelogs["left"], changelogs["right"], spec, cols), t)
-        state = lake.read_delta(spark, jr.state(CURRENT), version=state_version)
+        logs = changelogs_read(spark, {"left": left_source, "right": right_source}, done)
+        history = as_of(temporal_history(logs["left"], logs["right"], spec, cols), t)
+        state = lake.read_delta(spark, JoinRoot(root).state(CURRENT), version=state_version)
         return compare_with_history(current_results(state, spec, cols), history, cols, t,
                                     done.batch_id)

@@ -31,6 +31,7 @@ from joins.changelog import (
     side_clock,
     stream_time_key,
 )
+from joins.changelog.report import consumed_versions
 from joins.changelog.values import value_struct
 from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
 from joins.incremental.backfill import count_if
@@ -204,8 +205,7 @@ class TableTableJoinStep:
 
             report = TableTableReport(
                 batch_id=plan.batch_id,
-                versions={s: None if plan.ranges[s].empty else
-                          (plan.ranges[s].first, plan.ranges[s].last) for s in SIDES},
+                versions=consumed_versions(plan),
                 rows_in={s: int(clocks[s].rows or 0) for s in SIDES},
                 rows_out=outcome.rows("output"), tombstones_out=metric("tombstones"),
                 keys_changed=metric("keys_changed"),
@@ -231,17 +231,4 @@ def run_microbatch(spark: SparkSession, spec: TableTableJoinSpec, root: str, *,
     step = TableTableJoinStep(spec, columns or TableTableColumns(), quarantine_expired)
     result = incremental.run_microbatch(spark, step, root, {"left": left_source, "right": right_source},
                                         batch_id=batch_id, wait_s=wait_s)
-    return report_of(result)
-
-
-def report_of(result: incremental.BatchResult) -> TableTableReport:
-    done = result.done
-    timings = dict(result.timings)
-    if done is not None and (not result.skipped or result.batch_id is not None):
-        return TableTableReport.from_dict(done.report, skipped=result.skipped,
-                                          skip_reason=result.skip_reason, commits=result.commits,
-                                          timings=timings)
-    carry = {} if done is None else done.carry
-    return TableTableReport(batch_id=None, skipped=True, skip_reason=result.skip_reason,
-                            stream_time={s: carry.get(stream_time_key(s)) for s in SIDES},
-                            timings=timings)
+    return TableTableReport.of(result)

@@ -9,12 +9,10 @@ by the arrival index of the update that emitted the row.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from joins.changelog.replay import land, loads, read_rows
-from joins.microbatch import cut_batches
+from joins.changelog.replay import land, loads, read_rows, replay_batches
 from joins.operators.base import Item
 from joins.operators.table_table_join.columns import BATCH_ID, EMIT_SEQ, SIDES, has
 from joins.operators.table_table_join.reference import METRIC_NAMES
@@ -71,18 +69,10 @@ def spark_replay(spec: TableTableJoinSpec, records: Sequence[TableTableJoinRecor
     batch); items carry `after_input` = the last input index of their batch."""
     from joins.spark import get_spark
 
-    counters = dict.fromkeys(METRIC_NAMES, 0)
-    last_of_batch: dict[int, int] = {}
-    with tempfile.TemporaryDirectory(prefix="tj-ttj-replay-") as tmp:
-        replay = ReplayLake(get_spark(), spec, tmp)
-        for batch in cut_batches(records, batch_size):
-            replay.land(batch)
-            report = replay.run()
-            assert report.batch_id is not None and not report.skipped
-            last_of_batch[report.batch_id] = batch[-1].i
-            counters["out_of_order_ignored"] += sum(report.out_of_order_ignored.values())
-            counters["expired"] += sum(report.expired.values())
-        ordered = replay.ordered_rows()
-    if metrics is not None:
-        metrics.update(counters)
-    return [{**item, "after_input": last_of_batch[bid]} for bid, _seq, item in ordered]
+    def counters(report: TableTableReport) -> dict[str, int]:
+        return {"out_of_order_ignored": sum(report.out_of_order_ignored.values()),
+                "expired": sum(report.expired.values())}
+
+    return replay_batches(lambda tmp: ReplayLake(get_spark(), spec, tmp), records, batch_size,
+                          counters=counters, names=METRIC_NAMES, metrics=metrics,
+                          prefix="tj-ttj-replay-")
