@@ -12,6 +12,7 @@ DEFINITION = OperatorDefinition(
     # Every op is a table op: arrival order is the only order inside a micro-batch.
     batch_phase=lambda _record: 0,
     compacts_output=False,
+    spark_replay="joins.operators.versioned_table.spark_replay:spark_replay",
 )
 
 __all__ = ["DEFINITION"]
