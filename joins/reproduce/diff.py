@@ -47,12 +47,13 @@ class Reproduction:
 
     def text(self) -> str:
         pins = ", ".join(f"{k} {v}" for k, v in self.pins.items() if k not in (BATCH, WRITER))
-        head = (f"{self.join} {self.what} at output commit {self.output_commit}: recomputed from "
-                f"{pins or 'no input'}")
-        if WRITER in self.pins:
-            batch = self.pins.get(BATCH)
-            head += (f" (as of batch {batch}; the day last written by {self.pins[WRITER]})"
-                     if batch is not None else f" (the day last written by {self.pins[WRITER]})")
+        head = f"{self.join} {self.what} at output commit {self.output_commit}: "
+        if WRITER not in self.pins:
+            head += f"recomputed from {pins or 'no input'}"
+        else:
+            head += f"rebuilt from {self.pins[WRITER]}"
+            if pins:
+                head += f" (the backfill's inputs: {pins}; as of batch {self.pins.get(BATCH)})"
         counts = f"{self.rows_output} row(s) in the output, {self.rows_recomputed} recomputed"
         if self.agrees:
             return f"{head}\n  {counts}: no difference"

@@ -22,11 +22,13 @@ class ReproduceError(JoinsError):
 
 @dataclass(frozen=True)
 class DayWrite:
-    """A commit that wrote rows of an event day: a micro-batch's append or a backfill's replace
-    (`backfill_message`: its commit message, which names the inputs it read)."""
+    """A commit that wrote rows of an event day: a micro-batch's append (`batch`: its id, from
+    the commit's app transaction), a backfill's replace (`backfill_message`: its commit message,
+    which names the inputs it read), or neither (a write from outside the join)."""
 
     version: int
     backfill_message: str | None
+    batch: int | None = None
 
 
 def require_version(path: str, version: int, what: str) -> None:
@@ -78,15 +80,23 @@ def batch_commit(path: str, app_id: str, batch_id: int) -> int | None:
     return lo if txn_at(path, lo, app_id) == batch_id else None
 
 
-def day_writes(path: str, day: dt.date, upto: int) -> list[DayWrite]:
+def day_writes(path: str, day: dt.date, upto: int, app_id: str) -> list[DayWrite]:
     """The commits up to `upto` that added rows of `day` (event_date partition), oldest first."""
     loc = TableLocation.of(path)
     out: list[DayWrite] = []
-    for version in range(upto + 1):
-        actions = commit_actions(loc, version)
-        adds = [a["add"] for a in actions if "add" in a]
-        if not any((a.get("partitionValues") or {}).get("event_date") == day.isoformat() for a in adds):
-            continue
-        message = next((a["commitInfo"].get("userMetadata") for a in actions if "commitInfo" in a), None)
-        out.append(DayWrite(version, message if message and "backfill of" in message else None))
+    try:
+        for version in range(upto + 1):
+            actions = commit_actions(loc, version)
+            adds = [a["add"] for a in actions if "add" in a]
+            if not any((a.get("partitionValues") or {}).get("event_date") == day.isoformat()
+                       for a in adds):
+                continue
+            message = next((a["commitInfo"].get("userMetadata") for a in actions
+                            if "commitInfo" in a), None)
+            batch = next((a["txn"]["version"] for a in actions
+                          if "txn" in a and a["txn"].get("appId") == app_id), None)
+            out.append(DayWrite(version, message if message and "backfill of" in message else None,
+                                batch))
+    except LakeError as exc:
+        raise ReproduceError(f"cannot list the writes of {day}: {exc}") from None
     return out

@@ -71,7 +71,7 @@ def test_a_batch_and_a_day_agree(lake_root: str) -> None:
     answer = json.loads(out)
     # o-1..o-4; o-5 waits in the grace buffer (stream time 5 h, grace half an hour).
     assert answer["agrees"] and answer["rows_output"] == answer["rows_recomputed"] == 4
-    assert answer["pins"]["written by"] == "micro-batches"
+    assert answer["pins"]["written by"] == "micro-batch(es) 0, 1"
 
 
 def test_a_tampered_day_differs(spark: Any, lake_root: str) -> None:
@@ -85,6 +85,7 @@ def test_a_tampered_day_differs(spark: Any, lake_root: str) -> None:
     assert code == 1, err
     assert "5 row(s) in the output, 4 recomputed: 1 missing from the recomputation" in out
     assert '"amount": 20.0' in out and "in the output only" in out
+    assert "which neither a micro-batch nor a backfill made" in out
     # The commit before the tampering still agrees.
     assert reproduce(lake_root, "--day", "2024-03-01", "--as-of-commit", str(before))[0] == 0
 
