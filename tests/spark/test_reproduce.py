@@ -106,3 +106,33 @@ def test_unknown_batch_and_commit_are_named(spark: Any, tmp_path: Path) -> None:
         reproduce_batch(spark, rt, 9)
     with pytest.raises(ReproduceError, match=r"there is no commit 99"):
         reproduce_day(spark, rt, dt.date.fromisoformat(D1), 99)
+
+
+def test_the_interval_join_reproduces_batches_and_a_backfilled_day(spark: Any, tmp_path: Path) -> None:
+    from joins.incremental import JoinRoot
+    from joins.operators.interval_join.backfill import IntervalBatchForm
+    from joins.operators.interval_join.spark_replay import ReplayLake as IntervalLake
+    from tests.spark.test_interval_backfill import FIRST, SECOND
+    from tests.spark.test_interval_backfill import run_backfill as interval_backfill
+    from tests.spark.test_interval_incremental import records_of as interval_records
+    from tests.spark.test_interval_incremental import spec_of as interval_spec
+
+    records = interval_records(FIRST + SECOND)
+    replay = IntervalLake(spark, interval_spec("l.t BETWEEN r.t - 2000 AND r.t + 2000 AND l.k = r.k",
+                                               "full"), str(tmp_path), records)
+    replay.land(records[:len(FIRST)])
+    replay.run()
+    replay.land(records[len(FIRST):])
+    replay.run()
+    step = replay.step()
+    rt = Runtime("interval", step, IntervalBatchForm(step), JoinRoot(replay.join_root),
+                 {side: Source(path) for side, path in replay.paths.items()})
+    for batch in (0, 1):
+        assert reproduce_batch(spark, rt, batch).agrees
+    before = lake.delta_version(f"{replay.join_root}/output")
+    assert before is not None
+    assert interval_backfill(replay, ["2026-01-01"], dry_run=False).added == 1   # the late row
+    day = dt.date(2026, 1, 1)
+    now, then = reproduce_day(spark, rt, day), reproduce_day(spark, rt, day, before)
+    assert now.agrees and now.rows_output == 4, now.text()
+    assert then.agrees and then.rows_output == 3, then.text()
