@@ -19,6 +19,7 @@ from joins.operators.stream_table_join.spark_incremental import StreamTableJoinS
 from joins.operators.stream_table_join.spark_replay import REPLAY_COLUMNS, ReplayLake, _layout
 from joins.operators.versioned_table.spark_batch import compact
 from joins.reproduce import ReproduceError, Runtime, reproduce_batch, reproduce_day
+from tests.spark.test_interval_backfill import ran  # noqa: F401  (a fixture)
 from tests.spark.test_stream_table_backfill import D1, D2, DAY, STREAM, TABLE_FIRST, VERSIONED, run_backfill
 from tests.spark.test_stream_table_incremental import records_of, spec_of
 
@@ -108,30 +109,20 @@ def test_unknown_batch_and_commit_are_named(spark: Any, tmp_path: Path) -> None:
         reproduce_day(spark, rt, dt.date.fromisoformat(D1), 99)
 
 
-def test_the_interval_join_reproduces_batches_and_a_backfilled_day(spark: Any, tmp_path: Path) -> None:
+def test_the_interval_join_reproduces_batches_and_a_backfilled_day(spark: Any, ran: Any) -> None:  # noqa: F811
+    """`ran` (test_interval_backfill): two batches, the second dropping a late row."""
     from joins.incremental import JoinRoot
     from joins.operators.interval_join.backfill import IntervalBatchForm
-    from joins.operators.interval_join.spark_replay import ReplayLake as IntervalLake
-    from tests.spark.test_interval_backfill import FIRST, SECOND
     from tests.spark.test_interval_backfill import run_backfill as interval_backfill
-    from tests.spark.test_interval_incremental import records_of as interval_records
-    from tests.spark.test_interval_incremental import spec_of as interval_spec
 
-    records = interval_records(FIRST + SECOND)
-    replay = IntervalLake(spark, interval_spec("l.t BETWEEN r.t - 2000 AND r.t + 2000 AND l.k = r.k",
-                                               "full"), str(tmp_path), records)
-    replay.land(records[:len(FIRST)])
-    replay.run()
-    replay.land(records[len(FIRST):])
-    replay.run()
-    step = replay.step()
-    rt = Runtime("interval", step, IntervalBatchForm(step), JoinRoot(replay.join_root),
-                 {side: Source(path) for side, path in replay.paths.items()})
+    step = ran.step()
+    rt = Runtime("interval", step, IntervalBatchForm(step), JoinRoot(ran.join_root),
+                 {side: Source(path) for side, path in ran.paths.items()})
     for batch in (0, 1):
         assert reproduce_batch(spark, rt, batch).agrees
-    before = lake.delta_version(f"{replay.join_root}/output")
+    before = lake.delta_version(f"{ran.join_root}/output")
     assert before is not None
-    assert interval_backfill(replay, ["2026-01-01"], dry_run=False).added == 1   # the late row
+    assert interval_backfill(ran, ["2026-01-01"], dry_run=False).added == 1   # the late row
     day = dt.date(2026, 1, 1)
     now, then = reproduce_day(spark, rt, day), reproduce_day(spark, rt, day, before)
     assert now.agrees and now.rows_output == 4, now.text()
