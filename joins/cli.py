@@ -1,6 +1,8 @@
 """`python -m joins replay FILE [--engine reference|spark] [--batch-size N] [--check]`,
-`python -m joins check FOLDER` (the pipeline spec files, as the code location loads them) and
-`python -m joins table NAME get|history KEY ...` (a versioned table's answers, joins.query).
+`python -m joins check FOLDER` (the pipeline spec files, as the code location loads them),
+`python -m joins table NAME get|history KEY ...` (a versioned table's answers, joins.query) and
+`python -m joins reproduce JOIN --batch N | --day D [--as-of-commit N]` (a past output
+recomputed from pinned inputs, joins.reproduce: exit 1 when it differs).
 
 Exit codes: 0 ran (and, with --check, agreed; every spec file loads); 1 --check found a
 difference; 2 the scenario, its config, an input record or a spec file is invalid (a clear
@@ -48,8 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a folder of pipeline spec files (YAML, SQL)")
     check.add_argument("folder", help="the specs folder (the code location's: pipelines/specs)")
     from joins.query.cli import add_parser
+    from joins.reproduce.cli import add_parser as add_reproduce
 
     add_parser(sub)
+    add_reproduce(sub)
     return parser
 
 
@@ -136,5 +140,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_INVALID
         return EXIT_OK
+    if args.command == "reproduce":
+        from joins.reproduce.cli import run as reproduce
+
+        try:
+            return EXIT_OK if reproduce(args).agrees else EXIT_DIFF
+        except JoinsError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_INVALID
     parser.error(f"unknown command {args.command}")
     return EXIT_INVALID

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from joins.core.keys import KeyId, key_id
-from joins.operators.base import BatchAware, Item, OperatorDefinition
+from joins.core.operator import BatchAware, Item, OperatorDefinition
 
 
 def cut_batches(records: Sequence[Any], batch_size: int | None) -> Iterator[Sequence[Any]]:

@@ -37,6 +37,7 @@ from joins.spark import SparkSettings
 from pipelines.checks import build_join_checks
 from pipelines.partitions import fitted_partitions
 from pipelines.queries import query_job
+from pipelines.reproduce import reproduce_job, reproducible
 from pipelines.schedules import nightly_backfill_schedule
 from pipelines.sensors import landing_sensor, microbatch_sensor
 from pipelines.spec_errors import spec_error_definitions
@@ -122,6 +123,8 @@ def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None
     jobs: list[Any] = [checks_job, pa.microbatch_job]
     if spec.has_batch_form:
         jobs.insert(0, backfill)
+    if reproducible(spec):
+        jobs.append(reproduce_job(spec))
     sensors = []
     for sa in pa.sources.values():
         source_job_defs, landing = source_jobs(sa, interval_s=spec.sensor_interval_s)

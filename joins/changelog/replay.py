@@ -22,7 +22,7 @@ from joins.microbatch import cut_batches
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from joins.operators.base import Item
+    from joins.core.operator import Item
 
 CHANGELOG_SCHEMA = "key string, value string, ts long, tombstone boolean, _seq long"
 

@@ -32,6 +32,7 @@ from joins.incremental.contract import EVENT_DATE, OUTPUT
 from joins.incremental.layout import JoinRoot
 from joins.incremental.log import BatchDone, BatchLog, BatchStateError
 from joins.incremental.phases import PhaseClock
+from joins.incremental.provenance import Pinned, backfill_message
 from joins.incremental.runner import DEFAULT_LEASE_TTL_S, as_sources, check_progress
 from joins.incremental.sources import Source
 from joins.spark.exprs import count_if, with_utc_times
@@ -77,6 +78,15 @@ class BackfillContext:
     sources: Mapping[str, Source]
     last_done: BatchDone | None
     clock: PhaseClock
+    # Versions of the join's state tables as of `last_done` (None: their latest, which they
+    # are while a backfill holds the lease; a reproduction of a past day pins older ones).
+    state_versions: Mapping[str, int | None] | None = None
+
+    def state_version(self, name: str) -> int | None:
+        """The version of state table `name` consistent with `last_done` (None: no table)."""
+        if self.state_versions is not None:
+            return self.state_versions.get(name)
+        return lake.delta_version(self.root.state(name))
 
     def consumed(self, role: str) -> int | None:
         """The last version of `role` the micro-batches consumed (None: no batch yet)."""
@@ -177,11 +187,15 @@ def run_backfill(spark: SparkSession, operator: IncrementalOperator, form: Batch
                 # A backfill that crashed before its replace commit left its files.
                 lake.remove_leftovers(spark, [target], writer=purpose, before_commit=lease.check)
             output_before = lake.delta_version(target)
-        ctx = BackfillContext(spark, jr, srcs, done, clock)
+            # Read once under the lease: what the form reads "at the latest version" and what the
+            # commit records (joins.reproduce recomputes the days from exactly these).
+            pinned = {role: Pinned(source, source.version()) for role, source in srcs.items()}
+        ctx = BackfillContext(spark, jr, pinned, done, clock)
         computed = form.backfill_rows(ctx, wanted)
         try:
             return _replace(spark, operator.name, target, wanted, computed, done, output_before,
-                            lease, clock, dry_run=dry_run)
+                            lease, clock, dry_run=dry_run,
+                            inputs={role: p.pinned for role, p in pinned.items()})
         finally:
             if computed.release is not None:
                 computed.release()
@@ -189,7 +203,8 @@ def run_backfill(spark: SparkSession, operator: IncrementalOperator, form: Batch
 
 def _replace(spark: SparkSession, name: str, target: str, wanted: list[dt.date],
              computed: BackfillRows, done: BatchDone | None, output_before: int | None,
-             lease: lake.Lease, clock: PhaseClock, *, dry_run: bool) -> BackfillResult:
+             lease: lake.Lease, clock: PhaseClock, *, dry_run: bool,
+             inputs: Mapping[str, int | None]) -> BackfillResult:
     day_strings = tuple(d.isoformat() for d in wanted)
     if computed.rows is None:
         return BackfillResult(day_strings, None if done is None else done.batch_id, output_before,
@@ -211,8 +226,8 @@ def _replace(spark: SparkSession, name: str, target: str, wanted: list[dt.date],
                     new, target, mode="overwrite", partition_by=[EVENT_DATE],
                     replace_partitions={EVENT_DATE: list(wanted)}, schema_mode="merge",
                     expected_version=-1 if output_before is None else output_before,
-                    commit_message=f"{name}: backfill of {', '.join(day_strings)} (consistent "
-                                   f"with batch {None if done is None else done.batch_id})")
+                    commit_message=backfill_message(name, day_strings,
+                                                    None if done is None else done.batch_id, inputs))
             commit_version = info.version
     finally:
         new.unpersist()

@@ -138,6 +138,10 @@ class BatchLog:
         payload = self._rows([batch_id]).get((batch_id, DONE))
         return None if payload is None else BatchDone.from_json(payload)
 
+    def plan_record(self, batch_id: int) -> BatchPlan | None:
+        payload = self._rows([batch_id]).get((batch_id, PLAN))
+        return None if payload is None else BatchPlan.from_json(payload)
+
     def write_plan(self, plan: BatchPlan) -> bool:
         """Commit the plan; False if a plan of this batch id was already committed."""
         return self._append(plan.batch_id, PLAN, plan.to_json(), self.plan_app) is not None

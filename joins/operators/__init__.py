@@ -1,1 +1,1 @@
-"""One package per operator; see `joins.operators.base` for the layout every operator follows."""
+"""One package per operator; see `joins.core.operator` for the layout every operator follows."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 
+from joins.core.operator import OperatorDefinition
 from joins.errors import ConfigError
-from joins.operators.base import OperatorDefinition
 
 OPERATOR_NAMES: tuple[str, ...] = (
     "versioned_table",

@@ -22,9 +22,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     table.add_argument("--as-of-commit", dest="commit", type=int, default=None,
                        help="what the table held at this Delta version (time travel)")
     table.add_argument("--json", action="store_true", help="the answer as JSON")
-    table.add_argument("--lake", default=None, help="lake root (default: TJ_LAKE_ROOT or ./var/lake)")
-    table.add_argument("--specs", default=None,
-                       help="pipeline specs folder (default: TJ_SPECS_DIR or pipelines/specs)")
+    lake_arguments(table)
+
+
+def lake_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--lake` and `--specs`: which lake, and the pipeline specs that name its tables."""
+    parser.add_argument("--lake", default=None, help="lake root (default: TJ_LAKE_ROOT or ./var/lake)")
+    parser.add_argument("--specs", default=None,
+                        help="pipeline specs folder (default: TJ_SPECS_DIR or pipelines/specs)")
+
+
+def lake_of(args: argparse.Namespace) -> tuple[str, str]:
+    """(specs folder, absolute lake root) from `lake_arguments` and the environment."""
+    specs = args.specs or os.environ.get("TJ_SPECS_DIR") or "pipelines/specs"
+    return specs, os.path.abspath(args.lake or os.environ.get("TJ_LAKE_ROOT") or "./var/lake")
 
 
 def run(args: argparse.Namespace) -> None:
@@ -32,8 +43,7 @@ def run(args: argparse.Namespace) -> None:
     from joins.query import get, history, parse_key, parse_time, versioned_table
     from joins.query.versioned import QueryError
 
-    specs = args.specs or os.environ.get("TJ_SPECS_DIR") or "pipelines/specs"
-    root = os.path.abspath(args.lake or os.environ.get("TJ_LAKE_ROOT") or "./var/lake")
+    specs, root = lake_of(args)
     table = versioned_table(args.name, specs=specs, root=root)
     key = parse_key(args.key, table.key_types)
     if args.question == "get" and args.as_of is None:

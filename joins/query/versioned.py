@@ -104,8 +104,10 @@ def _key_text(key: dict[str, Any]) -> str:
     return ",".join(str(v) for v in key.values())
 
 
-def _versions_frame(spark: SparkSession, table: VersionedTableRef,
-                    commit: int | None) -> DataFrame:
+def versions_at(spark: SparkSession, table: VersionedTableRef, commit: int | None) -> DataFrame:
+    """The table's versions at Delta version `commit` (None: the latest), or QueryError naming the
+    commits it has. `get_in` / `history_in` answer from such a frame (a caller that narrows it,
+    such as the Spark replay's view of what a batch knew before an op, asks the same code)."""
     from joins import lake
 
     if not lake.table_exists(table.path):
@@ -139,7 +141,12 @@ def history(spark: SparkSession, table: VersionedTableRef, key: dict[str, Any], 
             start: int | None = None, end: int | None = None,
             commit: int | None = None) -> list[Version]:
     """Every version of `key` (oldest first) valid at some time in [start, end]."""
-    versions = _versions_frame(spark, table, commit)
+    return history_in(versions_at(spark, table, commit), table, key, start=start, end=end)
+
+
+def history_in(versions: DataFrame, table: VersionedTableRef, key: dict[str, Any], *,
+               start: int | None = None, end: int | None = None) -> list[Version]:
+    """`history` over a versions frame of `table` (`versions_at`)."""
     held = _held(versions, stream_time_of(versions), table.layout, key)
     return [v for v in held if (end is None or v.valid_from <= end)
             and (start is None or v.valid_to is None or v.valid_to > start)]
@@ -161,7 +168,12 @@ def _held(versions: DataFrame, stream_time: int | None, layout: VersionedDeltaLa
 def get(spark: SparkSession, table: VersionedTableRef, key: dict[str, Any], as_of: int, *,
         commit: int | None = None) -> Answer:
     """The value of `key` valid at event time `as_of`, and why there is none when there is none."""
-    versions = _versions_frame(spark, table, commit)
+    return get_in(versions_at(spark, table, commit), table, key, as_of, commit=commit)
+
+
+def get_in(versions: DataFrame, table: VersionedTableRef, key: dict[str, Any], as_of: int, *,
+           commit: int | None = None) -> Answer:
+    """`get` over a versions frame of `table` (`versions_at`); `commit` only labels the answer."""
     stream_time = stream_time_of(versions)
     layout = table.layout
     found = snapshot_as_of(_for_key(versions, layout, key), layout, as_of, stream_time).collect()

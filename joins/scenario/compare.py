@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from joins.core.keys import KeyId, key_id
-from joins.operators.base import Item
+from joins.core.operator import Item
 
 
 def _canon(value: Any) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from joins.core.operator import Item
 from joins.errors import ConfigError, InputRecordError
 from joins.microbatch import run_reference
-from joins.operators.base import Item
 from joins.operators.registry import get_operator
 from joins.scenario.model import Scenario
 from joins.spec import parse_spec

@@ -14,9 +14,9 @@ from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from joins.cli import EXIT_INVALID, main
+from joins.core.operator import BatchAware, Item
 from joins.errors import ConfigError, InputRecordError
 from joins.microbatch import run_batches, run_reference
-from joins.operators.base import BatchAware, Item
 from joins.operators.registry import get_operator
 from joins.operators.stream_table_join import DEFINITION
 from joins.operators.stream_table_join.reference import GraceBuffer, StreamTableJoinProcessor

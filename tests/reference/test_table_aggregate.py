@@ -11,13 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joins.cli import EXIT_INVALID, main
+from joins.core.versioned import TableRecord
 from joins.errors import ConfigError, InputRecordError
 from joins.microbatch import run_reference
 from joins.operators.registry import get_operator
 from joins.operators.table_aggregate import DEFINITION
 from joins.operators.table_aggregate.reference import TableAggregateProcessor, key_order
 from joins.operators.table_aggregate.spec import TableAggregateSpec, parse_table_aggregate_record
-from joins.operators.table_filter.spec import TableRecord
 from joins.scenario import load_scenario
 from joins.scenario.runner import prepare
 from joins.spec import parse_spec

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from joins.cli import EXIT_INVALID, main
 from joins.core.keys import key_id
+from joins.core.operator import Item
 from joins.core.store import (
     KeyValueStore,
     PutResult,
@@ -21,7 +22,6 @@ from joins.core.store import (
     make_store,
 )
 from joins.errors import ConfigError, InputRecordError
-from joins.operators.base import Item
 from joins.operators.versioned_table import DEFINITION
 from joins.operators.versioned_table.reference import VersionedTableProcessor
 from joins.operators.versioned_table.spec import GetOp, PutOp, VersionedTableSpec

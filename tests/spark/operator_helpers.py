@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from joins.core.operator import Item, OperatorDefinition
 from joins.microbatch import run_batches
-from joins.operators.base import Item, OperatorDefinition
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "tests" / "scenarios"
 

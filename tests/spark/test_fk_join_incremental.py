@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joins import lake
+from joins.core.operator import Item
 from joins.microbatch import run_reference
-from joins.operators.base import Item
 from joins.operators.fk_join import DEFINITION
 from joins.operators.fk_join.spark_replay import COMPARABLE, ReplayLake, counters_of, spark_replay
 from joins.operators.fk_join.spec import FkJoinRecord, FkJoinSpec

@@ -17,7 +17,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from joins import lake
-from joins.operators.base import Item
+from joins.core.operator import Item
 from joins.operators.interval_join import IntervalJoinProcessor
 from joins.operators.interval_join.backfill import backfill
 from joins.operators.interval_join.columns import EVENT_DATE, KIND, SEQ, SIDE_SEQ

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from joins.core.operator import Item
 from joins.errors import StateLimitError
 from joins.microbatch import run_reference
-from joins.operators.base import Item
 from joins.operators.interval_join import DEFINITION, IntervalJoinProcessor, IntervalJoinSpec
 from joins.operators.interval_join.spark_replay import ReplayLake, add_metrics, spark_replay
 from joins.operators.interval_join.spec import IntervalJoinRecord, parse_interval_join_record

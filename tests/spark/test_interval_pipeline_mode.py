@@ -17,8 +17,8 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from joins import lake
+from joins.core.operator import Item
 from joins.incremental import run_microbatch
-from joins.operators.base import Item
 from joins.operators.interval_join import IntervalJoinProcessor, IntervalJoinSpec
 from joins.operators.interval_join.columns import JoinLayout
 from joins.operators.interval_join.report import report_of

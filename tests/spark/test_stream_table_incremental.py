@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joins.asof import HELD_MAX_ROWS
+from joins.core.operator import Item
 from joins.microbatch import run_batches, run_reference
-from joins.operators.base import Item
 from joins.operators.stream_table_join import DEFINITION
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
 from joins.operators.stream_table_join.grace import decide

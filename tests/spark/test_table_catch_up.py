@@ -21,8 +21,8 @@ import pytest
 from joins import lake
 from joins.changelog.replay import loads
 from joins.core.keys import KeyId, key_id
+from joins.core.operator import Item, OperatorDefinition
 from joins.operators import fk_join, table_aggregate, table_filter, table_table_join
-from joins.operators.base import Item, OperatorDefinition
 from joins.operators.fk_join import backfill as fk_backfill
 from joins.operators.fk_join.spark_replay import ReplayLake as FkLake
 from joins.operators.table_aggregate.spark_replay import AggregateReplay

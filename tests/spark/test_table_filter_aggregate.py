@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from joins.core.operator import OperatorDefinition
 from joins.errors import InputRecordError
 from joins.microbatch import run_reference
 from joins.operators import table_aggregate, table_filter
-from joins.operators.base import OperatorDefinition
 from joins.operators.table_aggregate.spark_replay import AggregateReplay
 from joins.operators.table_filter.spark_replay import FilterReplay
 from joins.scenario import load_scenario

@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joins import lake
+from joins.core.operator import Item
 from joins.microbatch import run_reference
-from joins.operators.base import Item
 from joins.operators.table_table_join import DEFINITION
 from joins.operators.table_table_join.spark_replay import ReplayLake, spark_replay
 from joins.operators.table_table_join.spec import TableTableJoinRecord, TableTableJoinSpec

@@ -2,7 +2,7 @@
 versioned sides. The protocol lives in `protocol.py` (messages), `lhs.py` and `rhs.py` (the two
 processors); `reference.py` wires them through explicit queues."""
 
-from joins.operators.base import OperatorDefinition
+from joins.core.operator import OperatorDefinition
 from joins.operators.fk_join.reference import FkJoinProcessor
 from joins.operators.fk_join.spec import FkJoinSpec, batch_phase, parse_fk_record
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from joins.core.keys import keys_equal
+from joins.core.operator import Item
 from joins.core.store import make_store
-from joins.operators.base import Item
 from joins.operators.fk_join.protocol import (
     CombinedKey,
     Instruction,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from joins.operators.base import Item
+from joins.core.operator import Item
 from joins.operators.fk_join.lhs import InstructionTable, LeftSide
 from joins.operators.fk_join.protocol import ResponseMessage, SubscriptionMessage
 from joins.operators.fk_join.rhs import RightSide

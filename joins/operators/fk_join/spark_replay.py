@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from joins import lake
 from joins.changelog.replay import CHANGELOG_SCHEMA, loads, read_rows, replay_batches, value_text
 from joins.core.keys import key_text
-from joins.operators.base import Item
+from joins.core.operator import Item
 from joins.operators.fk_join.columns import BATCH_ID, EMIT_SEQ, SIDES, has
 from joins.operators.fk_join.spec import FkJoinRecord, FkJoinSpec
 

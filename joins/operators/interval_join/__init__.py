@@ -1,6 +1,6 @@
 """`interval_join`: Hazelcast's bounded stream-to-stream join (seed 003) on JSON rows."""
 
-from joins.operators.base import OperatorDefinition
+from joins.core.operator import OperatorDefinition
 from joins.operators.interval_join.reference import IntervalJoinProcessor, restore
 from joins.operators.interval_join.spec import (
     IntervalJoinRecord,

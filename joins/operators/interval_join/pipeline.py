@@ -135,6 +135,15 @@ class IntervalJoinEngine:
     def _sources(self) -> dict[str, str]:
         return {s: self.layout.input_table(s) for s in SIDES}
 
+    def runtime(self) -> Any:
+        """The join as the runtime runs it (`joins.reproduce.Runtime`): step, batch form, tables."""
+        from joins.incremental import Source
+        from joins.operators.interval_join.backfill import IntervalBatchForm
+        from joins.reproduce import Runtime
+
+        return Runtime(self.spec.name, self.step, IntervalBatchForm(self.step), self.layout.join,
+                       {role: Source(path) for role, path in self._sources().items()})
+
     def microbatch(self, spark: SparkSession) -> RunSummary:
         from joins.incremental import run_microbatch
         from joins.operators.interval_join.report import report_of

@@ -36,8 +36,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from joins.core.operator import Item
 from joins.errors import InputRecordError, StateLimitError
-from joins.operators.base import Item
 from joins.operators.interval_join.spec import (
     OPERATOR,
     IntervalJoinRecord,

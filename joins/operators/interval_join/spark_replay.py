@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from joins import lake
 from joins.core.keys import key_text
+from joins.core.operator import Item
 from joins.incremental import run_microbatch
 from joins.microbatch import cut_batches
-from joins.operators.base import Item
 from joins.operators.interval_join.columns import (
     BATCH_ID,
     KIND,

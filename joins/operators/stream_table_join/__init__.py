@@ -1,6 +1,6 @@
 """`stream_table_join`: KIP-914's timestamped lookup (seed 000) and KIP-923's grace buffer (seed 001)."""
 
-from joins.operators.base import OperatorDefinition
+from joins.core.operator import OperatorDefinition
 from joins.operators.stream_table_join.reference import StreamTableJoinProcessor
 from joins.operators.stream_table_join.spec import (
     StreamTableJoinSpec,

@@ -47,7 +47,7 @@ from joins.operators.stream_table_join.columns import (
 )
 from joins.operators.stream_table_join.grace import SKIPPED_NULL_VALUE, classify
 from joins.operators.stream_table_join.spark_incremental import StreamTableJoinStep
-from joins.operators.stream_table_join.state import JoinPaths
+from joins.operators.stream_table_join.state import BUFFER, JoinPaths
 from joins.operators.stream_table_join.table_side import table_value_name, versioned_lookup
 from joins.spark.exprs import count_if
 
@@ -120,7 +120,7 @@ class StreamTableBatchForm:
         records = stream.select(*stream_cols).withColumn(
             TABLE_KEY, F.col(cols.lookup_key_column(spec)))
         buffer_path = JoinPaths(ctx.root.root).buffer
-        buffered_version = lake.delta_version(buffer_path) if spec.grace_ms is not None else None
+        buffered_version = ctx.state_version(BUFFER) if spec.grace_ms is not None else None
         is_buffered = F.lit(False)
         if buffered_version is not None:
             held = lake.read_delta(spark, buffer_path, version=buffered_version,

@@ -185,3 +185,14 @@ class StreamTableJoinEngine:
 
     def output_identity(self) -> tuple[str, ...]:
         return (self.spec.columns().seq,)
+
+    def runtime(self) -> Any:
+        """The join as the runtime runs it (`joins.reproduce.Runtime`): step, batch form, tables."""
+        from joins.incremental import Source
+        from joins.operators.stream_table_join.backfill import StreamTableBatchForm
+        from joins.operators.stream_table_join.spark_incremental import StreamTableJoinStep
+        from joins.reproduce import Runtime
+
+        step = StreamTableJoinStep(self.spec.engine_spec(), self.spec.columns())
+        return Runtime(self.spec.name, step, StreamTableBatchForm(step), self._paths(),
+                       {role: Source(self.layout.input_table(role)) for role in ("stream", "table")})

@@ -53,8 +53,8 @@ from __future__ import annotations
 import heapq
 from typing import Any, Generic, Protocol, TypeVar
 
+from joins.core.operator import Item
 from joins.core.store import TableStore, VersionedStore, make_store
-from joins.operators.base import Item
 from joins.operators.stream_table_join.late import late_reason_text
 from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTableRecord
 

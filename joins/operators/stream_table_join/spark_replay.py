@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from joins import lake
 from joins.core.keys import key_text
+from joins.core.operator import Item
 from joins.microbatch import cut_batches
-from joins.operators.base import Item
 from joins.operators.stream_table_join.columns import BATCH_ID, EMIT_SEQ, REASON, JoinColumns
 from joins.operators.stream_table_join.reference import METRIC_NAMES
 from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTableRecord

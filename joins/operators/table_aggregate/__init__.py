@@ -1,6 +1,6 @@
 """`table_aggregate`: KGroupedTable aggregation that ignores out-of-order versioned updates (seed 002)."""
 
-from joins.operators.base import OperatorDefinition
+from joins.core.operator import OperatorDefinition
 from joins.operators.table_aggregate.reference import TableAggregateProcessor
 from joins.operators.table_aggregate.spec import TableAggregateSpec, parse_table_aggregate_record
 

@@ -51,10 +51,10 @@ from typing import Any
 
 from joins.core.fields import MISSING, canonical_json, is_number, read_path
 from joins.core.keys import KeyId, key_id
+from joins.core.operator import Item
 from joins.core.store import make_store
 from joins.core.versioned import TableRecord
 from joins.errors import InputRecordError
-from joins.operators.base import Item
 from joins.operators.table_aggregate.spec import OPERATOR, TableAggregateSpec
 
 METRIC_NAMES: tuple[str, ...] = (

@@ -12,9 +12,9 @@ from typing import Any
 
 from joins.changelog.replay import land, loads, read_rows, replay_batches
 from joins.changelog.values import JsonValues
+from joins.core.operator import Item
 from joins.core.versioned import TableRecord
 from joins.errors import InputRecordError
-from joins.operators.base import Item
 from joins.operators.table_aggregate.reference import METRIC_NAMES
 from joins.operators.table_aggregate.spec import OPERATOR, TableAggregateSpec
 

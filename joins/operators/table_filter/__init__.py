@@ -1,6 +1,6 @@
 """`table_filter`: KTable#filter, with the null-to-null drop disabled on versioned input (seed 002)."""
 
-from joins.operators.base import OperatorDefinition
+from joins.core.operator import OperatorDefinition
 from joins.operators.table_filter.reference import TableFilterProcessor
 from joins.operators.table_filter.spec import TableFilterSpec, parse_table_filter_record
 

@@ -45,8 +45,8 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from joins.core.fields import MISSING, is_number, json_equal, read_path
+from joins.core.operator import Item
 from joins.core.store import make_store
-from joins.operators.base import Item
 from joins.operators.table_filter.spec import ORDERING_OPS, PredicateSpec, TableFilterSpec, TableRecord
 
 METRIC_NAMES: tuple[str, ...] = (

@@ -9,7 +9,7 @@ from typing import Any
 
 from joins.changelog.replay import land, loads, read_rows, replay_batches
 from joins.changelog.values import JsonValues
-from joins.operators.base import Item
+from joins.core.operator import Item
 from joins.operators.table_filter.reference import METRIC_NAMES
 from joins.operators.table_filter.spec import TableFilterSpec, TableRecord
 

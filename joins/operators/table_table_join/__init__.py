@@ -1,6 +1,6 @@
 """`table_table_join`: the primary-key table-table join with per-side versioning (seed 000, KIP-914)."""
 
-from joins.operators.base import OperatorDefinition
+from joins.core.operator import OperatorDefinition
 from joins.operators.table_table_join.reference import TableTableJoinProcessor
 from joins.operators.table_table_join.spec import TableTableJoinSpec, parse_table_table_join_record
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from joins.core.operator import Item
 from joins.core.store import TableStore, make_store
-from joins.operators.base import Item
 from joins.operators.table_table_join.spec import Side, TableTableJoinRecord, TableTableJoinSpec
 
 METRIC_NAMES: tuple[str, ...] = (

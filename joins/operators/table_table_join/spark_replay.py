@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from joins.changelog.replay import land, loads, read_rows, replay_batches
-from joins.operators.base import Item
+from joins.core.operator import Item
 from joins.operators.table_table_join.columns import BATCH_ID, EMIT_SEQ, SIDES, has
 from joins.operators.table_table_join.reference import METRIC_NAMES
 from joins.operators.table_table_join.spec import TableTableJoinRecord, TableTableJoinSpec

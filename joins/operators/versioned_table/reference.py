@@ -18,8 +18,8 @@ with the event time each became valid. The rules this operator pins (see
 
 from __future__ import annotations
 
+from joins.core.operator import Item
 from joins.core.store import VersionedStore
-from joins.operators.base import Item
 from joins.operators.versioned_table.spec import GetOp, PutOp, VersionedTableOp, VersionedTableSpec
 
 
