@@ -92,13 +92,17 @@ class ReplayLake:
 COUNTERS = ("out_of_order_ignored", "expired", "null_foreign_key_skipped", "stale_response_discarded")
 
 
-def counters_of(report: FkJoinReport) -> dict[str, int]:
+def batch_counters(report: FkJoinReport) -> dict[str, int]:
     """A batch's share of the reference's counters."""
     return {"out_of_order_ignored": sum(report.out_of_order_ignored.values()),
             "expired": sum(report.expired.values()),
             "null_foreign_key_skipped": report.null_foreign_key_skipped,
             "stale_response_discarded": report.stale_discarded}
 
+
+def counters_of(reports: Sequence[FkJoinReport]) -> dict[str, int]:
+    """The reference's counters, summed over the batches' reports."""
+    return {name: sum(batch_counters(r)[name] for r in reports) for name in COUNTERS}
 
 
 def spark_replay(spec: FkJoinSpec, records: Sequence[FkJoinRecord], batch_size: int | None,
@@ -108,5 +112,5 @@ def spark_replay(spec: FkJoinSpec, records: Sequence[FkJoinRecord], batch_size: 
     from joins.spark import get_spark
 
     return replay_batches(lambda tmp: ReplayLake(get_spark(), spec, tmp), records, batch_size,
-                          counters=counters_of, names=COUNTERS, metrics=metrics,
+                          counters=batch_counters, names=COUNTERS, metrics=metrics,
                           prefix="tj-fk-replay-")
