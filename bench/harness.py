@@ -95,13 +95,15 @@ def spark_engine(spark: SparkSession, build: Callable[[], DataFrame], ids: tuple
                  runs: int, warmup: int, timeout: float, res: Result) -> None:
     """The protocol for a Spark plan: checksum over the `ids` columns, then the `noop` sink
     (every output column materialized, nothing written)."""
+    stage = "the checksum run"
     try:
         res.rows, res.checksum = spark_action(spark, lambda: spark_checksum(build(), *ids), timeout)
+        stage = "a warm-up or timed run"
         res.times_s = timed(lambda: spark_action(
             spark, lambda: build().write.format("noop").mode("overwrite").save(), timeout),
             runs, warmup)
     except Timeout as exc:
-        res.status, res.note = "timeout", str(exc)
+        res.status, res.note = "timeout", f"{exc} in {stage}"
 
 
 def local_engine(run: Callable[[bool], Any], *, runs: int, warmup: int, res: Result) -> None:
@@ -146,7 +148,8 @@ def child_engine(fn: Callable[..., Any], args: tuple[Any, ...], *, runs: int, wa
         times = [_get(queue, timeout) for _ in range(warmup + runs)]
         res.times_s = times[warmup:]
     except queue_mod.Empty:
-        res.status, res.note = "timeout", f"over {timeout:.0f} s a run"
+        stage = "the checksum run" if res.rows is None else "a warm-up or timed run"
+        res.status, res.note = "timeout", f"over {timeout:.0f} s in {stage}"
     finally:
         if proc.is_alive():
             proc.terminate()
