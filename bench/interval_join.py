@@ -1,31 +1,32 @@
-"""Interval join benchmark (batch form): our Spark join against DuckDB (a plain range join and a
-time-binned one) and a plain Spark range join, on the same Parquet data, ratios in one run.
+"""Interval join benchmark (batch form): our Spark join against DuckDB's fastest fair plan (a
+time-binned join) and a hand-written binned Spark join, on the same Parquet data, inner and left,
+ratios from one run.
 
-    .venv/bin/python -m bench.interval_join --sizes 100k,1m --dists uniform,skewed --runs 3
+    .venv/bin/python -m bench.interval_join --sizes 1m --dists uniform,skewed --hows inner,left --runs 3
 
-The join: `l.key = r.key AND r.ts BETWEEN l.ts - 300000 AND l.ts + 300000` (± 300 s), inner,
-between two event streams of N rows each (`bench/datagen.py`'s keys: uniform, or 3 keys holding
-80 % of the rows; event times over `--span-days`). Every engine is timed end to end: read the
-Parquet files, plan, run, materialize every output column (Spark: the `noop` sink; DuckDB: an
-aggregate over every output column). Untimed JVM warm-up rounds come first. Medians of `--runs`
-runs, ratios to DuckDB's binned join (`x binned`) and plain join (`x plain`) from the same
-invocation, row counts checked across engines; saved to bench/results/interval_join.json with
-the machine's load average before and after.
+The join: `l.key = r.key AND r.ts BETWEEN l.ts - 300000 AND l.ts + 300000` (± 300 s) between two
+event streams of N rows each (`bench/datagen.py`'s keys: uniform with 1,000 rows per key, or 3
+keys holding 80 % of the rows; event times over `--span-days`). Every engine is timed end to
+end: read the Parquet files, plan, run, materialize every output column (Spark: the `noop` sink;
+DuckDB: an aggregate over every output column). Every engine gets the same untimed runs
+(bench/harness.py): a small-data JVM warm-up round for the Spark plans, then on the timed data
+one run that checksums the result by content (bench/checksum.py, over the left and right ids)
+and `--warmup` runs of the timed form. The headline is ours ÷ DuckDB binned.
 
-- `duckdb_plain`: the SQL as written (DuckDB's hash join on the key, the range as a filter: a
-  hot key compares all its pairs);
-- `duckdb_binned`: the same join on (key, time bin), the right side exploded into the bins its
-  window reaches (what a careful user writes by hand);
+- `duckdb_binned` (the reference): the join on (key, time bin of width 2 × bound), the right
+  side exploded into the bins its window reaches, so each pair is found once;
+- `duckdb_plain`: the SQL as written (a hash join on the key, the range a filter: a hot key
+  compares all its pairs); shown for scale, not a fair peer of a binned plan;
+- `spark_binned`: the same binned join written by hand in plain PySpark (a peer);
 - `spark_plain`: Spark's equi-join on the key plus the range filter;
-- `ours`: `joins.operators.interval_join.spark_batch.interval_join` (keys plus time bins,
-  `bins.py`).
+- `ours`: `joins.operators.interval_join.spark_batch.interval_join` (keys plus time bins).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,25 +34,32 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from bench.asof_join import (
-    Result,
-    Timeout,
-    _machine,
-    _spark_action,
-    _timed,
-    check_rows,
-    print_table,
-)
+from bench.checksum import checksum_sql
 from bench.datagen import DATA_DIR, HOT_KEYS, T0_MS, _draw_keys, _write, parse_count
+from bench.harness import (
+    Result,
+    check_content,
+    child_engine,
+    machine,
+    print_table,
+    set_ratios,
+    spark_engine,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame, SparkSession
 
 RESULTS = Path(__file__).resolve().parent / "results" / "interval_join.json"
-ENGINES = ("duckdb_plain", "duckdb_binned", "spark_plain", "ours")
+ENGINES = ("duckdb_binned", "duckdb_plain", "spark_binned", "spark_plain", "ours")
+SPARK_ENGINES = ("spark_binned", "spark_plain", "ours")
 BOUND_MS = 300_000
+WIDTH_MS = 2 * BOUND_MS
 CONDITION = f"r.ts BETWEEN l.ts - {BOUND_MS} AND l.ts + {BOUND_MS} AND l.key = r.key"
 ROWS_PER_KEY = 1000  # uniform: keys = rows / ROWS_PER_KEY
+OUTPUT = ("l.id AS l_id, l.key AS l_key, l.ts AS l_ts, l.amount, "
+          "r.id AS r_id, r.key AS r_key, r.ts AS r_ts, r.qty")
 
 
 def data_dir(rows: int, dist: str, span_days: int) -> Path:
@@ -78,179 +86,170 @@ def _glob(root: Path, side: str) -> str:
     return str(root / side / "*.parquet")
 
 
-def duckdb_once(root: Path, binned: bool) -> int:
+def duckdb_run(root: str, binned: bool, how: str, *, check: bool) -> Any:
+    """One DuckDB run: (rows, checksum) if `check`, else the timed aggregate over every output
+    column. Module-level: it runs in a spawned child (harness.child_engine)."""
     import duckdb
 
-    left, right = _glob(root, "left"), _glob(root, "right")
-    width = 2 * BOUND_MS
+    left, right = _glob(Path(root), "left"), _glob(Path(root), "right")
+    kind = how.upper()
     if binned:
         source = f"""
-            (SELECT *, ts // {width} AS bin FROM read_parquet('{left}')) l
-            JOIN (SELECT r0.*, b AS bin FROM read_parquet('{right}') r0,
-                  unnest(range((r0.ts - {BOUND_MS}) // {width}, (r0.ts + {BOUND_MS}) // {width} + 1)) t(b)) r
+            (SELECT *, ts // {WIDTH_MS} AS bin FROM read_parquet('{left}')) l
+            {kind} JOIN (SELECT r0.*, b AS bin FROM read_parquet('{right}') r0,
+                  unnest(range((r0.ts - {BOUND_MS}) // {WIDTH_MS},
+                               (r0.ts + {BOUND_MS}) // {WIDTH_MS} + 1)) t(b)) r
               ON l.key = r.key AND l.bin = r.bin AND {CONDITION}"""
     else:
-        source = f"read_parquet('{left}') l JOIN read_parquet('{right}') r ON {CONDITION}"
+        source = f"read_parquet('{left}') l {kind} JOIN read_parquet('{right}') r ON {CONDITION}"
+    select = (checksum_sql("l_id", "r_id") if check else
+              "count(*), sum(l_id), sum(l_key), sum(l_ts), sum(amount), "
+              "sum(r_id), sum(r_key), sum(r_ts), sum(qty)")
     con = duckdb.connect()
     try:
-        row = con.execute(f"""SELECT count(*), sum(l.id), sum(l.key), sum(l.ts), sum(l.amount),
-                                     sum(r.id), sum(r.key), sum(r.ts), sum(r.qty)
-                              FROM {source}""").fetchone()
+        row = con.execute(f"SELECT {select} FROM (SELECT {OUTPUT} FROM {source})").fetchone()
     finally:
         con.close()
     assert row is not None
-    return int(row[0])
-
-
-def _duck_worker(root: str, binned: bool, runs: int, warmup: int, queue: Any) -> None:
-    queue.put(_timed(lambda: duckdb_once(Path(root), binned), runs, warmup))
-
-
-def duckdb_timed(root: Path, binned: bool, runs: int, warmup: int,
-                 timeout: float) -> tuple[list[float], int]:
-    """DuckDB's runs in a child process, ended when they exceed `timeout` per run (a plain join
-    on a hot key may never finish, and a thread cannot be stopped)."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_duck_worker, args=(str(root), binned, runs, warmup, queue))
-    proc.start()
-    try:
-        return queue.get(timeout=timeout * (runs + warmup))  # type: ignore[no-any-return]
-    except Exception:
-        raise Timeout(f"over {timeout:.0f} s a run") from None
-    finally:
-        if proc.is_alive():
-            proc.terminate()
-        proc.join()
+    return (int(row[0]), int(row[1] or 0)) if check else int(row[0])
 
 
 def _sides(spark: SparkSession, root: Path) -> tuple[DataFrame, DataFrame]:
     left = spark.read.schema("id long, key long, ts long, amount double").parquet(str(root / "left"))
     right = spark.read.schema("id long, key long, ts long, qty double").parquet(str(root / "right"))
-    return left, right
+    return left.alias("l"), right.alias("r")
 
 
-def spark_plain(spark: SparkSession, root: Path) -> DataFrame:
+def _in_range() -> Any:
+    from pyspark.sql import functions as F
+
+    return (F.col("l.key") == F.col("r.key")) & F.col("r.ts").between(
+        F.col("l.ts") - BOUND_MS, F.col("l.ts") + BOUND_MS)
+
+
+def spark_plain(spark: SparkSession, root: Path, how: str) -> DataFrame:
+    left, right = _sides(spark, root)
+    return left.join(right, _in_range(), how).selectExpr(*OUTPUT.split(", "))
+
+
+def spark_binned(spark: SparkSession, root: Path, how: str) -> DataFrame:
+    """What a Spark user writes by hand, as DuckDB binned: the left row in its bin, the right
+    row in every bin its window reaches, equi-join on (key, bin), then the exact range."""
     from pyspark.sql import functions as F
 
     left, right = _sides(spark, root)
-    return left.alias("l").join(right.alias("r"), (F.col("l.key") == F.col("r.key"))
-                  & F.col("r.ts").between(F.col("l.ts") - BOUND_MS, F.col("l.ts") + BOUND_MS))
+    left = left.withColumn("bin", F.expr(f"ts div {WIDTH_MS}")).alias("l")
+    right = right.withColumn("bin", F.explode(F.sequence(
+        F.expr(f"(ts - {BOUND_MS}) div {WIDTH_MS}"), F.expr(f"(ts + {BOUND_MS}) div {WIDTH_MS}")))
+    ).alias("r")
+    on = (F.col("l.bin") == F.col("r.bin")) & _in_range()
+    return left.join(right, on, how).selectExpr(*OUTPUT.split(", "))
 
 
-def ours(spark: SparkSession, root: Path) -> DataFrame:
+def ours(spark: SparkSession, root: Path, how: str) -> DataFrame:
     from joins.operators.interval_join.spark_batch import interval_join
     from joins.operators.interval_join.spec import IntervalJoinSpec
 
     left, right = _sides(spark, root)
     spec = IntervalJoinSpec.model_validate({
-        "join": "inner", "condition": CONDITION, "left_columns": ["id", "key", "ts", "amount"],
+        "join": how, "condition": CONDITION, "left_columns": ["id", "key", "ts", "amount"],
         "right_columns": ["id", "key", "ts", "qty"]})
     return interval_join(left, right, spec, left_id="id", right_id="id").rows
 
 
-def _spark(spark: SparkSession, build: Any, runs: int, warmup: int, timeout: float,
-           res: Result) -> None:
-    try:
-        res.rows = int(_spark_action(spark, lambda: build().count(), timeout))
-
-        def once() -> int:
-            _spark_action(spark, lambda: build().write.format("noop").mode("overwrite").save(),
-                          timeout)
-            return res.rows or 0
-        res.times_s, _ = _timed(once, runs, warmup)
-    except Timeout as exc:
-        res.status, res.note = "timeout", str(exc)
+BUILDERS: dict[str, Callable[[SparkSession, Path, str], DataFrame]] = {
+    "spark_plain": spark_plain, "spark_binned": spark_binned, "ours": ours}
+IDS = {"spark_plain": ("l_id", "r_id"), "spark_binned": ("l_id", "r_id"),
+       "ours": ("_l_seq", "_r_seq")}
 
 
-def run_case(spark: SparkSession, root: Path, size: str, dist: str, engines: list[str], *,
-             runs: int, warmup: int, timeout: float) -> list[Result]:
+def run_case(spark: SparkSession | None, root: Path, size: str, dist: str, how: str,
+             engines: list[str], *, runs: int, warmup: int, timeout: float) -> list[Result]:
     results = []
     for engine in engines:
-        res = Result(size=size, dist=dist, engine=engine)
-        print(f"  {size} {dist} {engine} ...", flush=True)
+        res = Result(size=size, dist=dist, engine=engine, how=how)
+        print(f"  {size} {dist} {how} {engine} ...", flush=True)
         try:
             if engine.startswith("duckdb"):
-                binned = engine == "duckdb_binned"
-                try:
-                    res.times_s, res.rows = duckdb_timed(root, binned, runs,
-                                                         warmup if binned else 0, timeout)
-                except Timeout as exc:
-                    res.status, res.note = "timeout", str(exc)
-            elif engine == "spark_plain":
-                _spark(spark, lambda: spark_plain(spark, root), runs, 0, timeout, res)
+                child_engine(duckdb_run, (str(root), engine == "duckdb_binned", how), runs=runs,
+                             warmup=warmup, timeout=timeout, res=res)
             else:
-                _spark(spark, lambda: ours(spark, root), runs, warmup, timeout, res)
+                assert spark is not None
+                build = BUILDERS[engine]
+                spark_engine(spark, lambda b=build: b(spark, root, how), IDS[engine], runs=runs,
+                             warmup=warmup, timeout=timeout, res=res)
         except Exception as exc:
             res.status, res.note = "error", f"{type(exc).__name__}: {str(exc)[:300]}"
-        if res.times_s:
-            res.median_s = statistics.median(res.times_s)
+        res.finish()
         results.append(res)
-        print(f"    {res.status} median={res.median_s} rows={res.rows} {res.note}", flush=True)
+        print(f"    {res.status} median={res.median_s} rows={res.rows} checksum={res.checksum} "
+              f"{res.note}", flush=True)
     return results
-
-
-def ratios(results: list[Result]) -> list[dict[str, Any]]:
-    out = []
-    for res in results:
-        group = {r.engine: r for r in results if (r.size, r.dist) == (res.size, res.dist)}
-        row = asdict(res)
-        for name, engine in (("x_binned", "duckdb_binned"), ("x_plain", "duckdb_plain")):
-            base = group.get(engine)
-            row[name] = (res.median_s / base.median_s if res.median_s and base is not None
-                         and base.median_s else None)
-        out.append(row)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Interval join benchmark (see module docstring).")
     parser.add_argument("--sizes", default="100k", help="rows per side, e.g. 100k,1m")
     parser.add_argument("--dists", default="uniform,skewed")
+    parser.add_argument("--hows", default="inner,left")
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--span-days", type=int, default=30)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=2, help="untimed runs per engine and case")
     parser.add_argument("--jvm-warmup-rounds", type=int, default=3)
+    parser.add_argument("--jvm-warmup-rows", default="100k")
     parser.add_argument("--timeout", type=float, default=300.0, help="per run, seconds")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e]
-    from joins.spark import SparkSettings, get_spark
+    hows = [h for h in args.hows.split(",") if h]
+    spark = None
+    spark_engines = [e for e in engines if e in SPARK_ENGINES]
+    if spark_engines:
+        from joins.spark import SparkSettings, get_spark
 
-    spark = get_spark(SparkSettings(shuffle_partitions=args.shuffle_partitions, driver_memory="8g"))
-    small = generate(100_000, "uniform", args.span_days)
-    print("warming up the JVM", flush=True)
-    for _ in range(args.jvm_warmup_rounds):
-        for build in (spark_plain, ours):
-            build(spark, small).write.format("noop").mode("overwrite").save()
-    machine_before = _machine()
+        spark = get_spark(SparkSettings(shuffle_partitions=args.shuffle_partitions,
+                                        driver_memory="8g"))
+        small = generate(parse_count(args.jvm_warmup_rows), "uniform", args.span_days)
+        print("warming up the JVM", flush=True)
+        for _ in range(args.jvm_warmup_rounds):
+            for engine in spark_engines:
+                for how in hows:
+                    BUILDERS[engine](spark, small, how).write.format("noop").mode("overwrite").save()
+    machine_before = machine()
     results: list[Result] = []
     for size in args.sizes.split(","):
         for dist in args.dists.split(","):
             root = generate(parse_count(size), dist, args.span_days)
-            results += run_case(spark, root, size, dist, engines, runs=args.runs,
-                                warmup=args.warmup, timeout=args.timeout)
-    rows = ratios(results)
+            for how in hows:
+                results += run_case(spark, root, size, dist, how, engines, runs=args.runs,
+                                    warmup=args.warmup, timeout=args.timeout)
+    set_ratios(results, "duckdb_binned")
+    machine_after = machine()
     print()
     print_table(results)
-    print()
-    for row in rows:
-        if row["engine"] == "ours":
-            print(f"ours {row['size']} {row['dist']}: {row['x_binned'] or float('nan'):.2f}x DuckDB "
-                  f"binned, {row['x_plain'] or float('nan'):.2f}x DuckDB plain")
-    problems = check_rows(results)
+    print(f"\nload average before {machine_before['loadavg_1_5_15']}, after "
+          f"{machine_after['loadavg_1_5_15']}")
+    for res in results:
+        peer = next((r for r in results if r.engine == "spark_binned" and r.median_s
+                     and (r.size, r.dist, r.how) == (res.size, res.dist, res.how)), None)
+        if res.engine == "ours" and res.ratio_to_duckdb:
+            vs_peer = f", {res.median_s / peer.median_s:.2f}x hand-written binned Spark" \
+                if peer and peer.median_s and res.median_s else ""
+            print(f"ours {res.size} {res.dist} {res.how}: {res.ratio_to_duckdb:.2f}x DuckDB binned"
+                  f"{vs_peer}")
+    problems = check_content(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "machine_before": machine_before, "machine_after": _machine(),
+        "command": "python -m bench.interval_join " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine_before": machine_before, "machine_after": machine_after,
         "args": {k: str(v) for k, v in vars(args).items()}, "condition": CONDITION,
-        "results": rows, "row_count_problems": problems}, indent=2) + "\n")
+        "reference": "duckdb_binned", "results": [asdict(r) for r in results],
+        "content_problems": problems}, indent=2) + "\n")
     print(f"\nsaved {args.out}")
     for problem in problems:
-        print(f"ROW COUNT MISMATCH: {problem}")
+        print(f"CONTENT MISMATCH: {problem}")
     return 1 if problems else 0
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.asof_join import _machine
+from bench.harness import machine as _machine
 
 RESULTS = Path(__file__).resolve().parent / "results" / "interval_step.json"
 T0_MS = 1_700_000_000_000

@@ -1,0 +1,191 @@
+"""What the batch join benchmarks share: one result record, one warm-up and timing protocol for
+every engine, Spark actions that can be cancelled, DuckDB runs in a child process that can be
+ended, and the cross-check of results by content (bench/checksum.py).
+
+The protocol, the same for every engine so that none is timed colder than another: one untimed
+run that computes the result's (row count, checksum), then `warmup` untimed runs of the timed
+form, then `runs` timed runs. Each run is bounded by `timeout`; an engine that exceeds it on any
+run is reported as a timeout and not timed further.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bench.checksum import spark_checksum
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass
+class Result:
+    size: str
+    dist: str
+    engine: str
+    how: str = "inner"
+    status: str = "ok"  # ok | timeout | skipped | error
+    times_s: list[float] = field(default_factory=list)
+    rows: int | None = None
+    checksum: int | None = None
+    note: str = ""
+    median_s: float | None = None
+    ratio_to_duckdb: float | None = None
+
+    def finish(self) -> None:
+        if self.times_s:
+            self.median_s = statistics.median(self.times_s)
+
+
+class Timeout(Exception):
+    pass
+
+
+def timed(fn: Callable[[], Any], runs: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def machine() -> dict[str, Any]:
+    load = os.getloadavg()
+    return {"cpus": os.cpu_count(), "loadavg_1_5_15": [round(x, 2) for x in load],
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
+def spark_action(spark: SparkSession, action: Callable[[], Any], timeout: float) -> Any:
+    """Run a Spark action in its own job group, cancelling it after `timeout` seconds."""
+    from pyspark import InheritableThread
+
+    group = f"bench-{time.monotonic_ns()}"
+    error: list[BaseException] = []
+    value: list[Any] = []
+
+    def work() -> None:
+        try:
+            spark.sparkContext.setJobGroup(group, "benchmark run", interruptOnCancel=True)
+            value.append(action())
+        except BaseException as exc:  # reported to the caller
+            error.append(exc)
+
+    thread = InheritableThread(target=work, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        spark.sparkContext.cancelJobGroup(group)
+        thread.join(60)
+        raise Timeout(f"cancelled after {timeout:.0f} s")
+    if error:
+        raise error[0]
+    return value[0]
+
+
+def spark_engine(spark: SparkSession, build: Callable[[], DataFrame], ids: tuple[str, str], *,
+                 runs: int, warmup: int, timeout: float, res: Result) -> None:
+    """The protocol for a Spark plan: checksum over the `ids` columns, then the `noop` sink
+    (every output column materialized, nothing written)."""
+    stage = "the checksum run"
+    try:
+        res.rows, res.checksum = spark_action(spark, lambda: spark_checksum(build(), *ids), timeout)
+        stage = "a warm-up or timed run"
+        res.times_s = timed(lambda: spark_action(
+            spark, lambda: build().write.format("noop").mode("overwrite").save(), timeout),
+            runs, warmup)
+    except Timeout as exc:
+        res.status, res.note = "timeout", f"{exc} in {stage}"
+
+
+def local_engine(run: Callable[[bool], Any], *, runs: int, warmup: int, res: Result) -> None:
+    """The protocol for an in-process engine: `run(True)` returns (rows, checksum), `run(False)`
+    is the timed form."""
+    res.rows, res.checksum = run(True)
+    res.times_s = timed(lambda: run(False), runs, warmup)
+
+
+def _child(fn: Callable[..., Any], args: tuple[Any, ...], total: int, queue: Any) -> None:
+    try:
+        queue.put(fn(*args, check=True))
+        for _ in range(total):
+            start = time.perf_counter()
+            fn(*args, check=False)
+            queue.put(time.perf_counter() - start)
+    except Exception as exc:  # the parent reports it rather than waiting for the timeout
+        queue.put(f"{type(exc).__name__}: {str(exc)[:300]}")
+
+
+def _get(queue: Any, timeout: float) -> Any:
+    item = queue.get(timeout=timeout)
+    if isinstance(item, str):
+        raise RuntimeError(item)
+    return item
+
+
+def child_engine(fn: Callable[..., Any], args: tuple[Any, ...], *, runs: int, warmup: int,
+                 timeout: float, res: Result) -> None:
+    """The protocol in a child process, ended when a run exceeds `timeout` (a plain range join
+    on a hot key may not finish for minutes, and a thread cannot be stopped). `fn(*args,
+    check=...)` as for local_engine; it must be a module-level function (spawned child)."""
+    import multiprocessing as mp
+    import queue as queue_mod
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(fn, args, warmup + runs, queue))
+    proc.start()
+    try:
+        res.rows, res.checksum = _get(queue, timeout + 30)  # + the child's start
+        times = [_get(queue, timeout) for _ in range(warmup + runs)]
+        res.times_s = times[warmup:]
+    except queue_mod.Empty:
+        stage = "the checksum run" if res.rows is None else "a warm-up or timed run"
+        res.status, res.note = "timeout", f"over {timeout:.0f} s in {stage}"
+    finally:
+        if proc.is_alive():
+            proc.terminate()
+        proc.join()
+
+
+def print_table(results: list[Result]) -> None:
+    header = (f"{'size':<10} {'dist':<8} {'how':<6} {'engine':<19} {'median s':>9} {'min-max s':>13} "
+              f"{'x DuckDB':>9} {'rows':>10}  checksum / status")
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        median = f"{r.median_s:.3f}" if r.median_s is not None else "-"
+        spread = f"{min(r.times_s):.2f}-{max(r.times_s):.2f}" if r.times_s else "-"
+        ratio = f"{r.ratio_to_duckdb:.2f}" if r.ratio_to_duckdb is not None else "-"
+        rows = str(r.rows) if r.rows is not None else "-"
+        status = str(r.checksum) if r.status == "ok" else f"{r.status} ({r.note})"
+        print(f"{r.size:<10} {r.dist:<8} {r.how:<6} {r.engine:<19} {median:>9} {spread:>13} "
+              f"{ratio:>9} {rows:>10}  {status}")
+
+
+def check_content(results: list[Result]) -> list[str]:
+    """Engines that finished the same case must agree on (rows, checksum)."""
+    problems = []
+    for case in sorted({(r.size, r.dist, r.how) for r in results}):
+        found = {r.engine: (r.rows, r.checksum) for r in results
+                 if (r.size, r.dist, r.how) == case and r.status == "ok"}
+        if len(set(found.values())) > 1:
+            problems.append(f"{' '.join(case)}: results differ (rows, checksum): {found}")
+    return problems
+
+
+def set_ratios(results: list[Result], reference: str) -> None:
+    """ratio_to_duckdb: each median over `reference`'s median in the same case."""
+    for res in results:
+        base = next((r for r in results if (r.size, r.dist, r.how) == (res.size, res.dist, res.how)
+                     and r.engine == reference and r.median_s), None)
+        if base is not None and base.median_s and res.median_s:
+            res.ratio_to_duckdb = res.median_s / base.median_s
