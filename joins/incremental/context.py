@@ -15,6 +15,7 @@ from joins import lake
 from joins.incremental.layout import JoinRoot
 from joins.incremental.log import BatchPlan, VersionRange
 from joins.incremental.phases import PhaseClock
+from joins.spark.frames import checkpointed
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -113,7 +114,7 @@ class StepContext:
 
         observation = Observation(f"{name}_{self.batch_id}")
         aliased = [e.alias(n) for n, e in metrics.items()]
-        checkpoint = frame.observe(observation, *aliased).localCheckpoint()
+        checkpoint = checkpointed(frame.observe(observation, *aliased))
         counted = observation.get
         if not counted:
             row = checkpoint.agg(*aliased).first()

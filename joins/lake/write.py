@@ -44,6 +44,7 @@ from joins.lake.schema import (
 from joins.lake.small import write_arrow
 from joins.lake.table import Snapshot, open_snapshot
 from joins.spark.exprs import ident, sql_string
+from joins.spark.frames import for_writing
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -221,6 +222,7 @@ def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: st
         # Every Dataset call is an analysis on the driver (a few ms of a micro-batch): a frame
         # that is already the table's columns in order, with nothing to check, is written as is.
         data = df.selectExpr(*[_guarded(c, plan) for c in plan.columns])
+    data = for_writing(data)
     # "error", not its synonym "errorifexists": the Spark Connect client knows only the former.
     writer = data.write.mode("error").option(
         "mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")

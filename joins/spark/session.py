@@ -119,7 +119,10 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
             builder = builder.config(key, value)
         session = builder.getOrCreate()
         if settings.remote is None:
+            from joins.spark.names import cache_jvm_names
+
             session.sparkContext.setLogLevel("ERROR")
+            cache_jvm_names(session)
         _session, _settings = session, settings
         return session
 

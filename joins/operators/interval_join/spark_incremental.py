@@ -82,6 +82,7 @@ from joins.operators.interval_join.pairs import batch_pairs, lin, narrowed, old_
 from joins.operators.interval_join.report import IntervalBatchReport
 from joins.operators.interval_join.timeline import Timeline, build_timeline, carry_of, state_of
 from joins.spark.exprs import count_if
+from joins.spark.frames import checkpointed
 from joins.sql import SIDES, ColumnRef, Side
 
 if TYPE_CHECKING:
@@ -203,9 +204,10 @@ class IntervalJoinStep:
         rows = sum(n for (_s, _c), n in counts.by_class.items())
         with ctx.phase("pairs"):
             # Materialized once: the output, the flags and the null-padded rows read it.
-            return batch_pairs(layout, new, candidates, time_window(layout, self.bin_ms),
-                               broadcast=rows <= BROADCAST_MAX_ROWS,
-                               batch_id=ctx.batch_id).localCheckpoint()
+            return checkpointed(batch_pairs(layout, new, candidates,
+                                            time_window(layout, self.bin_ms),
+                                            broadcast=rows <= BROADCAST_MAX_ROWS,
+                                            batch_id=ctx.batch_id))
 
     def _state_writes(self, ctx: StepContext, new: dict[Side, DataFrame], pairs: DataFrame,
                       matched: dict[Side, DataFrame], old: dict[Side, DataFrame | None],

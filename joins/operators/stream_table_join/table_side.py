@@ -38,6 +38,7 @@ from joins.operators.stream_table_join.history import (
     table_value_name,
 )
 from joins.operators.stream_table_join.state import UNVERSIONED_TABLE, JoinPaths
+from joins.spark.frames import checkpointed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -92,7 +93,7 @@ def versioned_lookup(lookups: DataFrame, versions: DataFrame | None, *, cols: Jo
     # Materialized once, outside any cache: the SQL plans read the table several times (a
     # re-read would scan the history again), and a checkpoint, unlike a cached frame, cannot
     # be dropped from under it by the temporary views the join plans with.
-    table = table.localCheckpoint()
+    table = checkpointed(table)
     if strategy == "auto":
         # The narrowed table is about one row per looked-up key: shipped to every task, the
         # lookups are never shuffled. Spark's size estimate of a checkpoint cannot tell.

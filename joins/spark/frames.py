@@ -1,0 +1,54 @@
+"""How a frame is cut into tasks before it is written or materialized.
+
+A micro-batch's frames are unions of many small branches (new rows, state rows, padded rows,
+watermarks), each with partitions of its own: a write of a few rows ran 14 to 22 tasks and left
+as many files, which every later batch opened again. Spark coalesces partitions only after a
+shuffle (and only with AQE), never across a union's branches or a scan's files. So before a
+write or a checkpoint the frame is coalesced (no shuffle) to the session's configured
+parallelism, `spark.sql.shuffle.partitions`: a no-op for a frame with fewer partitions, at most
+that many tasks and files otherwise, which is the parallelism the deployment asked for.
+
+A frame whose last step is the caller's own `repartition` or `coalesce` keeps it: Spark would
+fold a coalesce on top into the caller's (the outer one wins), so `df.coalesce(1)` written as one
+file would come out as several.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+DEFAULT_TASKS = 200   # Spark's own default of spark.sql.shuffle.partitions
+
+
+def write_tasks(spark: SparkSession) -> int:
+    """The most tasks (and files) one write or checkpoint of a frame is cut into."""
+    value = spark.conf.get("spark.sql.shuffle.partitions", None)
+    return int(value) if value else DEFAULT_TASKS
+
+
+def for_writing(df: DataFrame) -> DataFrame:
+    """`df` in at most `write_tasks` partitions (a narrow coalesce: no shuffle), unless the
+    caller chose its partitions last."""
+    if _partitioned_by_caller(df):
+        return df
+    return df.coalesce(write_tasks(df.sparkSession))
+
+
+def _partitioned_by_caller(df: DataFrame) -> bool:
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        # Spark Connect: the plan is the client's; its last relation says the same.
+        plan = getattr(df, "_plan", None)
+        return type(plan).__name__ in _REPARTITIONS
+    return str(jdf.queryExecution().logical().nodeName()) in _REPARTITIONS
+
+
+_REPARTITIONS = frozenset({"Repartition", "RepartitionByExpression"})
+
+
+def checkpointed(df: DataFrame) -> DataFrame:
+    """`df` materialized once (a local checkpoint) in at most `write_tasks` partitions."""
+    return for_writing(df).localCheckpoint()
