@@ -35,6 +35,10 @@ class BatchCounts:
     def of(self, side: Side, klass: str) -> int:
         return self.by_class[(side, klass)]
 
+    def rows(self, side: Side) -> int:
+        """The batch's rows of `side`, every class."""
+        return sum(n for (s, _c), n in self.by_class.items() if s == side)
+
     def evicted_rows(self, side: Side) -> int:
         return sum(n for (s, _q), n in self.evicted.items() if s == side)
 
