@@ -227,9 +227,12 @@ class IntervalJoinStep:
                 # task when small (Spark cannot size a checkpoint; it sorted and shuffled both
                 # sides, 0.4 s of a 10k-row batch's buffer write).
                 flags = (pairs.where(~F.col(lin(side, "_old")))
-                         .select(F.col(lin(side, SEQ)).alias("_hit")).distinct())
+                         .select(F.col(lin(side, SEQ)).alias("_hit")))
                 if counts.rows(side) <= BROADCAST_MAX_ROWS:
-                    flags = F.broadcast(flags)
+                    # One partition: the distinct needs no shuffle before the broadcast.
+                    flags = F.broadcast(flags.coalesce(1).distinct())
+                else:
+                    flags = flags.distinct()
                 rows = (new[side].where((F.col(CLASS) == BUFFERED) & F.col(EVICT).isNull())
                         .join(flags, F.col(SEQ) == F.col("_hit"), "left")
                         .withColumn(USED0, F.col("_hit").isNotNull()))
