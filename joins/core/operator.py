@@ -64,3 +64,6 @@ class OperatorDefinition:
     compacts_output: bool = False
     # "module:function" of the Spark replay runner, imported only when asked for.
     spark_replay: str | None = None
+    # "module:class" of its pipeline spec (YAML, SQL, Dagster), imported only when asked for;
+    # None: the operator is not a pipeline of its own.
+    pipeline_spec: str | None = None

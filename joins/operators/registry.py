@@ -1,4 +1,5 @@
-"""Operator lookup by the name used in scenario files (`operator` field)."""
+"""The one list of operators, looked up by the name scenario files and pipeline specs use (their
+`operator` field): each name is a package of `joins.operators` exporting `DEFINITION`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The union of every operator's pipeline spec, discriminated by `operator`.
 
-A new operator's pipeline spec is one line in `SPEC_CLASSES`; YAML files, the Dagster factory
-and the docs pick it up from here.
+Which operators are pipelines is the operator registry's to say (`joins.operators.registry`:
+an operator's `DEFINITION.pipeline_spec`); YAML files, SQL files, the Dagster factory and the
+docs pick them up from here.
 """
 
 from __future__ import annotations
@@ -13,26 +14,20 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter, ValidationError
 
 from joins.errors import ConfigError, config_error
+from joins.operators.registry import OPERATOR_NAMES, get_operator
 from joins.pipeline.spec import PipelineSpec
 from joins.spec import config_problem
-
-# operator -> "module:class" of its pipeline spec (imported on first use).
-SPEC_CLASSES: dict[str, str] = {
-    "stream_table_join": "joins.operators.stream_table_join.pipeline:StreamTableJoinPipeline",
-    "table_table_join": "joins.operators.table_table_join.pipeline:TableTableJoinPipeline",
-    "table_filter": "joins.operators.table_filter.pipeline:TableFilterPipeline",
-    "table_aggregate": "joins.operators.table_aggregate.pipeline:TableAggregatePipeline",
-    "interval_join": "joins.operators.interval_join.pipeline:IntervalJoinPipeline",
-    "fk_join": "joins.operators.fk_join.pipeline:FkJoinPipeline",
-}
 
 
 @functools.cache
 def spec_classes() -> dict[str, type[PipelineSpec]]:
+    """operator -> its pipeline spec class, for every operator that has one."""
     out = {}
-    for operator, target in SPEC_CLASSES.items():
-        module, name = target.split(":")
-        out[operator] = getattr(importlib.import_module(module), name)
+    for operator in OPERATOR_NAMES:
+        target = get_operator(operator).pipeline_spec
+        if target is not None:
+            module, name = target.split(":")
+            out[operator] = getattr(importlib.import_module(module), name)
     return out
 
 

@@ -14,6 +14,7 @@ DEFINITION = OperatorDefinition(
     batch_phase=batch_phase,
     compacts_output=True,
     spark_replay="joins.operators.fk_join.spark_replay:spark_replay",
+    pipeline_spec="joins.operators.fk_join.pipeline:FkJoinPipeline",
 )
 
 __all__ = ["DEFINITION"]

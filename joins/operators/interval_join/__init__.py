@@ -17,6 +17,7 @@ DEFINITION = OperatorDefinition(
     batch_phase=lambda _record: 0,
     compacts_output=False,
     spark_replay="joins.operators.interval_join.spark_replay:spark_replay",
+    pipeline_spec="joins.operators.interval_join.pipeline:IntervalJoinPipeline",
 )
 
 __all__ = [

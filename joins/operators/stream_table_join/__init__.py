@@ -16,6 +16,7 @@ DEFINITION = OperatorDefinition(
     batch_phase=batch_phase,
     compacts_output=False,
     spark_replay="joins.operators.stream_table_join.spark_replay:spark_replay",
+    pipeline_spec="joins.operators.stream_table_join.pipeline:StreamTableJoinPipeline",
 )
 
 __all__ = ["DEFINITION"]

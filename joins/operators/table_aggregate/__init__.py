@@ -13,6 +13,7 @@ DEFINITION = OperatorDefinition(
     batch_phase=lambda _record: 0,
     compacts_output=True,
     spark_replay="joins.operators.table_aggregate.spark_replay:spark_replay",
+    pipeline_spec="joins.operators.table_aggregate.pipeline:TableAggregatePipeline",
 )
 
 __all__ = ["DEFINITION"]

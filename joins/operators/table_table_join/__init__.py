@@ -13,6 +13,7 @@ DEFINITION = OperatorDefinition(
     batch_phase=lambda _record: 0,
     compacts_output=True,
     spark_replay="joins.operators.table_table_join.spark_replay:spark_replay",
+    pipeline_spec="joins.operators.table_table_join.pipeline:TableTableJoinPipeline",
 )
 
 __all__ = ["DEFINITION"]
