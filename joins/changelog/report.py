@@ -59,15 +59,11 @@ class ChangelogJoinReport:
     def of(cls, result: BatchResult) -> Self:
         """What a call of the runtime did: the batch's report from its done record (a re-run
         batch's too), or a skip with the stream times the last batch carried."""
-        done = result.done
-        timings = dict(result.timings)
-        if done is not None and (not result.skipped or result.batch_id is not None):
-            return cls.from_dict(done.report, skipped=result.skipped,
-                                 skip_reason=result.skip_reason, commits=result.commits,
-                                 timings=timings)
-        carry = {} if done is None else done.carry
-        return cls(batch_id=None, skipped=True, skip_reason=result.skip_reason,
-                   stream_time={s: carry.get(stream_time_key(s)) for s in SIDES}, timings=timings)
+        from joins.incremental.reports import report_of_result
+
+        return report_of_result(result, cls.from_dict, lambda carry, **kw: cls(
+            batch_id=None, skipped=True,
+            stream_time={s: carry.get(stream_time_key(s)) for s in SIDES}, **kw))
 
 
 def consumed_versions(plan: BatchPlan) -> dict[str, tuple[int, int] | None]:

@@ -168,6 +168,7 @@ def _jsonl(records: list[dict[str, Any]]) -> str:
 
 
 HOUR = 3_600_000
+T0 = 1709251200000
 ORDERS = [{"order_id": f"o{i}", "currency": c, "amount": 10.0 * i, "ts": 1709251200000 + i * HOUR}
           for i, c in enumerate(["EUR", "USD", "EUR", "GBP", "EUR", "USD"])]
 LANDED = {
@@ -177,6 +178,26 @@ LANDED = {
     "deliveries": ("0001.jsonl", _jsonl([
         {"delivery_id": f"d{i}", "order_id": f"o{i}", "courier": "c", "ts": o["ts"] + i * HOUR}
         for i, o in enumerate(ORDERS)])),
+    # Changelogs with an update out of order (c1's at 2 h after its 3 h one), deletes, a foreign
+    # key that moves (o1: c1 -> c2) and one with no customer (o3).
+    "customers": ("0001.jsonl", _jsonl([
+        {"customer_id": "c1", "name": "Ann", "country": "DE", "deleted": False, "ts": T0},
+        {"customer_id": "c2", "name": "Bo", "country": "FR", "deleted": False, "ts": T0 + HOUR},
+        {"customer_id": "c1", "name": "Ann B", "country": "DE", "deleted": False, "ts": T0 + 3 * HOUR},
+        {"customer_id": "c1", "name": "Ann A", "country": "AT", "deleted": False, "ts": T0 + 2 * HOUR},
+        {"customer_id": "c3", "name": "Cy", "country": "IT", "deleted": False, "ts": T0 + HOUR},
+        {"customer_id": "c3", "name": None, "country": None, "deleted": True, "ts": T0 + 4 * HOUR}])),
+    "accounts": ("0001.csv", "customer_id,balance,status,ts,closed\n"
+                             f"c1,100.0,open,{T0 + HOUR // 2},false\n"
+                             f"c2,50.0,open,{T0 + HOUR},false\n"
+                             f"c3,7.5,open,{T0 + 2 * HOUR},false\n"
+                             f"c2,,,{T0 + 5 * HOUR},true\n"),
+    "order_updates": ("0001.jsonl", _jsonl([
+        {"order_id": "o1", "customer_id": "c1", "amount": 10.0, "cancelled": False, "ts": T0},
+        {"order_id": "o2", "customer_id": "c2", "amount": 20.0, "cancelled": False, "ts": T0 + HOUR},
+        {"order_id": "o3", "customer_id": "c9", "amount": 30.0, "cancelled": False, "ts": T0 + 2 * HOUR},
+        {"order_id": "o1", "customer_id": "c2", "amount": 11.0, "cancelled": False, "ts": T0 + 3 * HOUR},
+        {"order_id": "o2", "customer_id": None, "amount": None, "cancelled": True, "ts": T0 + 4 * HOUR}])),
 }
 
 
@@ -220,6 +241,27 @@ def test_the_interval_join_in_sql_writes_the_yaml_twins_rows(spark: Any, tmp_pat
     matched = {r["orders_order_id"]: r["deliveries_delivery_id"] for r in sql}
     assert {k: v for k, v in matched.items() if v is not None} == {f"o{i}": f"d{i}" for i in range(4)}
     assert sql == _rows(spark, SPECS_DIR, tmp_path / "yaml", "orders_with_deliveries")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_table_table_join_in_sql_writes_the_yaml_twins_rows(spark: Any, tmp_path: Path) -> None:
+    sql = _rows(spark, SQL_SPECS, tmp_path / "sql", "customer_accounts")
+    # c1's out-of-order update (2 h, after its 3 h one) changes nothing; c2's account closed and
+    # c3 deleted: their results are tombstones.
+    assert {r["customer_id"]: (r["left_name"], r["right_balance"], r["tombstone"]) for r in sql} \
+        == {"c1": ("Ann B", 100.0, False), "c2": (None, None, True), "c3": (None, None, True)}
+    assert sql == _rows(spark, SPECS_DIR, tmp_path / "yaml", "customer_accounts")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_foreign_key_join_in_sql_writes_the_yaml_twins_rows(spark: Any, tmp_path: Path) -> None:
+    sql = _rows(spark, SQL_SPECS, tmp_path / "sql", "orders_with_customer")
+    # o1's foreign key moved to c2; o2 cancelled; o3's customer does not exist (a left join).
+    assert {r["order_id"]: (r["left_customer_id"], r["right_name"], r["tombstone"]) for r in sql} \
+        == {"o1": ("c2", "Bo", False), "o2": (None, None, True), "o3": ("c9", None, False)}
+    assert sql == _rows(spark, SPECS_DIR, tmp_path / "yaml", "orders_with_customer")
 
 
 def test_a_sql_pipeline_repeating_a_name_is_refused_at_its_insert_into(tmp_path: Path) -> None:

@@ -66,13 +66,7 @@ class IntervalBatchReport:
 
 def report_of(result: incremental.BatchResult) -> IntervalBatchReport:
     """The operator's report of a runtime result (a run, a re-run, or a skip)."""
-    done = result.done
-    if not result.skipped and done is not None:
-        return IntervalBatchReport.from_dict(done.report, commits=result.commits,
-                                             timings=dict(result.timings))
-    if result.batch_id is not None and done is not None:
-        return IntervalBatchReport.from_dict(done.report, skipped=True,
-                                             skip_reason=result.skip_reason,
-                                             timings=dict(result.timings))
-    return IntervalBatchReport(batch_id=None, skipped=True, skip_reason=result.skip_reason,
-                               timings=dict(result.timings))
+    from joins.incremental.reports import report_of_result
+
+    return report_of_result(result, IntervalBatchReport.from_dict, lambda _carry, **kw:
+                            IntervalBatchReport(batch_id=None, skipped=True, **kw))

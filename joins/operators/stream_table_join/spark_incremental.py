@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from joins import incremental
 from joins.asof import HELD_MAX_ROWS
 from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
+from joins.incremental.reports import report_of_result
 from joins.operators.stream_table_join.columns import (
     BATCH_ID,
     EMIT_SEQ,
@@ -264,15 +265,7 @@ def run_microbatch(spark: SparkSession, spec: StreamTableJoinSpec, paths: JoinPa
 
 def report_of(result: incremental.BatchResult) -> MicroBatchReport:
     """The operator's report of a runtime result (a run, a re-run, or a skip)."""
-    done = result.done
-    if not result.skipped and done is not None:
-        return MicroBatchReport.from_dict(done.report, commits=result.commits,
-                                          timings=dict(result.timings))
-    if result.batch_id is not None and done is not None:  # a committed batch asked for again
-        return MicroBatchReport.from_dict(done.report, skipped=True, skip_reason=result.skip_reason,
-                                          timings=dict(result.timings))
-    carry = {} if done is None else done.carry
-    return MicroBatchReport(batch_id=None, skipped=True, skip_reason=result.skip_reason,
-                            stream_time=carry.get(STREAM_TIME),
-                            table_stream_time=carry.get(TABLE_STREAM_TIME),
-                            timings=dict(result.timings))
+    return report_of_result(result, MicroBatchReport.from_dict, lambda carry, **kw:
+                            MicroBatchReport(batch_id=None, skipped=True,
+                                             stream_time=carry.get(STREAM_TIME),
+                                             table_stream_time=carry.get(TABLE_STREAM_TIME), **kw))
