@@ -21,53 +21,36 @@ from typing import Any
 from py4j.java_gateway import JavaClass, JavaMember
 
 
-class _CachedClass:
-    """A py4j `JavaClass` whose static methods and nested classes are looked up once."""
+class _Cached:
+    """A py4j `JVMView` or `JavaClass` whose names that are classes (and, under a class, static
+    methods) are looked up once; every other name goes to py4j each time."""
 
-    def __init__(self, java_class: JavaClass) -> None:
-        object.__setattr__(self, "_java_class", java_class)
-        object.__setattr__(self, "_members", {})
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            return getattr(self._java_class, name)
-        members: dict[str, Any] = self._members
-        if name in members:
-            return members[name]
-        value = getattr(self._java_class, name)
-        if isinstance(value, JavaClass):
-            value = members[name] = _CachedClass(value)
-        elif isinstance(value, JavaMember):
-            members[name] = value
-        return value
-
-    def __call__(self, *args: Any) -> Any:
-        return self._java_class(*args)
-
-    def __repr__(self) -> str:
-        return repr(self._java_class)
-
-
-class _CachedView:
-    """A py4j `JVMView` whose names that are classes are resolved once."""
-
-    def __init__(self, view: Any) -> None:
-        object.__setattr__(self, "_view", view)
-        object.__setattr__(self, "_classes", {})
+    def __init__(self, target: Any, *, methods: bool) -> None:
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_methods", methods)
+        object.__setattr__(self, "_names", {})
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
-            return getattr(self._view, name)
-        classes: dict[str, Any] = self._classes
-        if name in classes:
-            return classes[name]
-        value = getattr(self._view, name)
+            return getattr(self._target, name)
+        names: dict[str, Any] = self._names
+        if name in names:
+            return names[name]
+        value = getattr(self._target, name)
         if isinstance(value, JavaClass):
-            value = classes[name] = _CachedClass(value)
+            value = names[name] = _Cached(value, methods=True)
+        elif self._methods and isinstance(value, JavaMember):
+            names[name] = value
         return value
 
     def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._view, name, value)
+        setattr(self._target, name, value)
+
+    def __call__(self, *args: Any) -> Any:
+        return self._target(*args)
+
+    def __repr__(self) -> str:
+        return repr(self._target)
 
 
 def cache_jvm_names(spark: Any) -> None:
@@ -75,8 +58,8 @@ def cache_jvm_names(spark: Any) -> None:
     from pyspark import SparkContext
 
     view = SparkContext._jvm
-    if view is None or isinstance(view, _CachedView):
+    if view is None or isinstance(view, _Cached):
         return
-    cached = _CachedView(view)
+    cached = _Cached(view, methods=False)
     SparkContext._jvm = cached
     spark._jvm = cached
