@@ -59,7 +59,7 @@ def listening(port: int) -> bool:
 def server_command(port: int, settings: SparkSettings) -> list[str]:
     """pyspark's start script in the foreground, with the settings a local session would use
     (the engine's JVM classes on the classpath, everything on 127.0.0.1)."""
-    from joins.spark.jvm import jar_path
+    from joins.spark.session import session_jars
 
     conf = {k: v for k, v in settings.conf().items() if k != "spark.driver.memory"}
     conf.update({"spark.connect.grpc.binding.address": "127.0.0.1",
@@ -67,9 +67,7 @@ def server_command(port: int, settings: SparkSettings) -> list[str]:
                  "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     cmd = ["bash", str(spark_home() / "sbin" / "start-connect-server.sh"), "--wait",
            "--master", settings.master, "--driver-memory", settings.driver_memory]
-    jar = jar_path()
-    if jar is not None:
-        cmd += ["--jars", str(jar)]
+    cmd += ["--jars", ",".join(str(p) for p in session_jars())]
     for key, value in sorted(conf.items()):
         cmd += ["--conf", f"{key}={value}"]
     return cmd

@@ -11,7 +11,10 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from joins.spark.delta_jars import DELTA_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,6 +74,9 @@ class SparkSettings:
             # The engine names the record and field in its own errors instead. (A static
             # setting: a Connect client cannot set it, and its calls make no round trip.)
             conf["spark.python.sql.dataFrameDebugging.enabled"] = "false"
+        if self.remote is None:
+            # delta-spark's SQL and catalog (a Connect server sets them itself: static settings)
+            conf.update(DELTA_CONF)
         if self.remote is None and self.master.startswith("local"):
             conf.update({
                 "spark.ui.enabled": "false",
@@ -82,6 +88,17 @@ class SparkSettings:
             })
         conf.update(self.extra_conf)
         return conf
+
+
+def session_jars() -> list[Path]:
+    """The jars every session the project starts loads: delta-spark's (pinned, fetched by setup:
+    joins/spark/delta_jars.py) and the engine's JVM classes (the broadcast as-of join; without a
+    JDK the callers fall back to pure-SQL plans)."""
+    from joins.spark.delta_jars import jar_paths
+    from joins.spark.jvm import jar_path
+
+    engine = jar_path()
+    return jar_paths() + ([engine] if engine is not None else [])
 
 
 def get_spark(settings: SparkSettings | None = None) -> SparkSession:
@@ -108,13 +125,9 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
             builder = builder.master(settings.master)
         conf = settings.conf()
         if settings.remote is None:
-            from joins.spark.jvm import jar_path
-
-            # The engine's JVM classes (the broadcast as-of join); spark.jars also ships them to
-            # a cluster's executors. Without a JDK the callers fall back to pure-SQL plans.
-            jar = jar_path()
-            if jar is not None:
-                conf["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars"), str(jar)]))
+            # spark.jars also ships them to a cluster's executors.
+            jars = [conf["spark.jars"]] if conf.get("spark.jars") else []
+            conf["spark.jars"] = ",".join(jars + [str(p) for p in session_jars()])
         for key, value in conf.items():
             builder = builder.config(key, value)
         session = builder.getOrCreate()
