@@ -1,8 +1,10 @@
-"""Delta Lake I/O for Spark without the Delta jars: Spark computes and reads/writes Parquet,
-delta-rs (the `deltalake` package) keeps the transaction log. This package is the only place
-in the project that imports `deltalake`.
+"""Delta Lake I/O for Spark. Reads of a version and of the change data feed go through
+delta-spark; the rows a range of appends added are read from their files; writes are Parquet
+files Spark writes and delta-rs (the `deltalake` package) commits. This package is the only
+place in the project that imports `deltalake`.
 
     read_delta / read_changes      Delta table (version, timestamp, increment) -> DataFrame
+    read_change_feed               a table's change data feed (inserts, updates, deletes)
     write_delta                    DataFrame -> one Delta commit, idempotent with an AppTxn
     stage_delta                    write_delta up to its commit (files written, not committed)
     vacuum_orphans                 remove files of writes that never committed
@@ -19,6 +21,7 @@ from joins.lake.errors import (
     SchemaMismatchError,
     UnsupportedTableError,
 )
+from joins.lake.feed import change_feed_enabled, read_change_feed
 from joins.lake.finish import committed_write
 from joins.lake.lease import Lease, LeaseLostError, LeaseRecord, WriterBusyError
 from joins.lake.leftovers import remove_leftovers
@@ -54,12 +57,14 @@ __all__ = [
     "TableSummary",
     "UnsupportedTableError",
     "WriterBusyError",
+    "change_feed_enabled",
     "change_stats",
     "commit_rows_by_partition",
     "committed_write",
     "delta_version",
     "open_small",
     "read_arrow",
+    "read_change_feed",
     "read_changes",
     "read_delta",
     "remove_leftovers",

@@ -1,8 +1,11 @@
-"""Delta tables as Spark DataFrames without the Delta jars.
+"""Delta tables as Spark DataFrames.
 
-delta-rs (or the log, for incremental reads) gives the file list with each file's partition
-values; Spark reads the Parquet files. Partition columns are not stored in the files, so they
-are re-attached:
+A table at a version (`read_delta`) is read by delta-spark, which honours every reader feature
+(deletion vectors, column mapping, checkpoints). The rows a range of commits added
+(`joins.lake.changes`) are read from the commits' files (`scan_files`): delta-spark has no batch
+read of a version range other than the change data feed, and its scan of a snapshot filtered
+by file path does not prune files (measured: all 60 files of a 30-commit table read to return
+two). Partition columns are not stored in the files, so `scan_files` re-attaches them:
 
 * the fast path: when every file sits at `col=value/...` under the root and the directory
   values parse to exactly the log's values (always so for tables written by `write_delta`),
@@ -52,16 +55,41 @@ def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: in
                timestamp: dt.datetime | str | None = None, columns: Sequence[str] | None = None,
                partitions: Mapping[str, Sequence[Any]] | None = None) -> DataFrame:
     """The table at its latest version, at `version`, or as of `timestamp` (the last commit at
-    or before it; a naive datetime is UTC), with the Delta schema's types and partition
-    columns. `partitions` ({column: [values]}) reads only the matching partitions' files."""
-    snap = open_snapshot(path, version=version, timestamp=timestamp)
-    assert snap is not None
-    snap.check_readable()
-    schema, parts = snap.schema, snap.partition_by
-    files = snap.files()
+    or before it; a naive datetime is UTC), read by delta-spark: deletion vectors, column
+    mapping, checkpoints and every other reader feature Delta has. `partitions` ({column:
+    [values]}) reads only the matching partitions' files."""
+    loc = TableLocation.of(path)
+    if timestamp is not None or partitions:
+        # delta-spark refuses a timestamp after the last commit; here it means the last version.
+        snap = open_snapshot(loc, version=version, timestamp=timestamp)
+        assert snap is not None
+        version = snap.version
+    elif version is not None and (isinstance(version, bool) or not isinstance(version, int)
+                                  or version < 0):
+        raise LakeError(f"{loc}: version must be an integer >= 0, got {version!r}")
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    try:
+        frame = reader.load(loc.spark_path())
+    except Exception as exc:
+        # Our words for a missing table or version (open_snapshot raises them), else Delta's.
+        open_snapshot(loc, version=version)
+        raise LakeError(f"{loc}: delta-spark cannot read "
+                        f"{'the table' if version is None else f'version {version}'}: {exc}") from exc
     if partitions:
-        files = _select_partitions(snap.loc, files, schema, parts, partitions)
-    return scan_files(spark, snap.loc, schema, parts, files, columns)
+        # Validated against the log's partition columns and types; Delta prunes files by them.
+        partition_filter_strings(loc, snap.schema, snap.partition_by, partitions, what="partitions")
+        for column, values in partitions.items():
+            frame = frame.where(_col(column).isin(list(values)))
+    if columns is not None:
+        names = frame.columns
+        unknown = [c for c in columns if c not in names]
+        if unknown:
+            raise LakeError(f"{loc}: columns {unknown} are not in the table (columns: {names})")
+        if list(columns) != names:
+            frame = frame.selectExpr(*(ident(c) for c in columns))
+    return frame
 
 
 ORIGIN_FILE, ORIGIN_ROW = "_tj_origin_file", "_tj_origin_row"
