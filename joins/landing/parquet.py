@@ -59,7 +59,9 @@ def footer_problem(path: str) -> str | None:
     return None
 
 
-def _group_cells(df: DataFrame, schema: StructType, spec: LandingSpec) -> DataFrame:
+def typed_cells(df: DataFrame, schema: StructType, spec: LandingSpec) -> DataFrame:
+    """Typed cells of the columns of `schema` in `df` (which also has `_fp`, `_ri`): a missing
+    column or a type the declared one cannot hold without loss is a problem of every row."""
     from pyspark.sql import functions as F
 
     present = {f.name: f.dataType for f in schema.fields}
@@ -132,7 +134,7 @@ def parquet_cells(spark: SparkSession, files: Sequence[str],
         good_files = [f for _, group in groups.values() for f in group]
         if not good_files:
             return empty_cells(spark, spec), [], bad
-        parts = [_group_cells(_read(spark, group, schema), schema, spec)
+        parts = [typed_cells(_read(spark, group, schema), schema, spec)
                  for schema, group in groups.values()]
         cells = parts[0]
         for part in parts[1:]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from joins.errors import InputRecordError
+from joins.errors import ConfigError, InputRecordError
 from joins.landing.checks import split_cells
 from joins.landing.csv_records import csv_cells
 from joins.landing.files import (
@@ -142,6 +142,9 @@ def read_landing(spark: SparkSession, files: str | Sequence[str], spec: LandingS
     from pyspark.sql import functions as F
 
     spec = require_spec(spec)
+    if spec.format == "delta":
+        raise ConfigError("landing: format delta is a Delta table's commits, not files: read them "
+                          "with read_delta_changes")
     listed = sorted([*list_landing_files(files), *(LandingFile(p, problem) for p, problem in refused)],
                     key=lambda f: (f.name, f.path))
     bad_files = [(f.path, f.problem) for f in listed if f.problem is not None]
@@ -175,3 +178,27 @@ def read_landing(spark: SparkSession, files: str | Sequence[str], spec: LandingS
             batch.close()
             raise error
     return batch
+
+
+def read_delta_changes(spark: SparkSession, table: str, from_version: int, to_version: int,
+                       spec: LandingSpec | dict[str, Any]) -> LandingBatch:
+    """The changes of a user's Delta table in (from_version, to_version] as a validated
+    changelog (`joins.landing.delta_cells`), checked like landing rows: a bad record names the
+    table and version as its file (`<table>@v<version>`) and its place in that commit as its
+    row. A table is never a bad file: a read Delta refuses raises."""
+    from pyspark.sql import functions as F
+
+    from joins.landing.delta_cells import delta_cells
+
+    spec = require_spec(spec)
+    cells = delta_cells(spark, table, from_version, to_version, spec)
+    good, bad = split_cells(cells, spec)
+    batch = LandingBatch(files=(f"{table}@v{from_version + 1}..v{to_version}",), spec=spec,
+                         changelog=good, bad_records=bad.drop("_problem").withColumn(
+                             "kind", F.lit(KIND_BAD_RECORD)))
+    if spec.on_bad_record == "fail":
+        error = first_bad_record(bad)
+        if error is not None:
+            raise error
+    return batch
+

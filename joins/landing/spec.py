@@ -15,7 +15,7 @@ from joins.versioned.spark_store import RESERVED_COLUMNS, TS_MAX_MS, TS_MIN_MS
 OPERATOR = "landing"
 
 ColumnType = Literal["string", "long", "int", "double", "boolean"]
-LandingFormat = Literal["jsonl", "csv", "parquet"]
+LandingFormat = Literal["jsonl", "csv", "parquet", "delta"]
 BadRecordPolicy = Literal["fail", "quarantine"]
 
 # Spark SQL type of each declared type.
@@ -44,7 +44,8 @@ class ColumnSpec(Spec):
 class LandingSpec(Spec):
     """How to read a changelog from landing files.
 
-    - `format`: `jsonl` (one JSON object per line), `csv` (RFC 4180 as Python's csv module
+    - `format`: `delta` (a Delta table's commits: `joins.landing.delta_cells`), `jsonl` (one
+      JSON object per line), `csv` (RFC 4180 as Python's csv module
       reads and writes it: quoted fields may hold the delimiter, doubled quotes and newlines;
       an empty field is null) or `parquet`;
     - `csv_header`: a CSV file starts with a header naming its columns (default); a file whose
