@@ -56,6 +56,20 @@ def listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def connect_launcher() -> list[str]:
+    """spark-submit of the Connect server in the foreground: what sbin/start-connect-server.sh
+    --wait runs (pyspark 4.2's wheel ships the server's jar but not that script). Run it with
+    SPARK_CONNECT_MODE=0 in the environment (CONNECT_ENV): the server itself is classic Spark."""
+    return ["bash", str(spark_home() / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS,
+            "--name", "Spark Connect server"]
+
+
+CONNECT_ENV = {"SPARK_CONNECT_MODE": "0"}
+
+
 def server_command(port: int, settings: SparkSettings) -> list[str]:
     """pyspark's start script in the foreground, with the settings a local session would use
     (the engine's JVM classes on the classpath, everything on 127.0.0.1)."""
@@ -65,8 +79,8 @@ def server_command(port: int, settings: SparkSettings) -> list[str]:
     conf.update({"spark.connect.grpc.binding.address": "127.0.0.1",
                  "spark.connect.grpc.binding.port": str(port),
                  "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
-    cmd = ["bash", str(spark_home() / "sbin" / "start-connect-server.sh"), "--wait",
-           "--master", settings.master, "--driver-memory", settings.driver_memory]
+    cmd = [*connect_launcher(), "--master", settings.master,
+           "--driver-memory", settings.driver_memory]
     cmd += ["--jars", ",".join(str(p) for p in session_jars())]
     for key, value in sorted(conf.items()):
         cmd += ["--conf", f"{key}={value}"]
@@ -112,7 +126,7 @@ class LocalConnectServer:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOG_DIR": str(self.log_dir),
                "SPARK_PID_DIR": str(self.log_dir), "SPARK_LOCAL_IP": "127.0.0.1",
-               "PYSPARK_PYTHON": sys.executable, "PYARROW_IGNORE_TIMEZONE": "1"}
+               "PYSPARK_PYTHON": sys.executable, "PYARROW_IGNORE_TIMEZONE": "1", **CONNECT_ENV}
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(server_command(self.port, self.settings), env=env,
                                          stdout=log, stderr=subprocess.STDOUT,

@@ -1,5 +1,5 @@
 """A standalone Spark cluster (one master, one worker) and a Spark Connect server on 127.0.0.1,
-started from the installed pyspark's own scripts (`bin/spark-class`, `sbin/start-connect-server.sh`):
+started from the installed pyspark's own scripts (`bin/spark-class`, `bin/spark-submit`):
 no Spark download, no Maven. Each daemon leads its own process group (start_new_session) and is
 stopped by signalling that group, which also ends what it started (a worker's executors).
 
@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from joins.spark.server import free_port, listening
+from joins.spark.delta_jars import DELTA_CONF
+from joins.spark.server import CONNECT_ENV, connect_launcher, free_port, listening
+from joins.spark.session import session_jars
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER_CORES = 4       # logical: two applications (a driver, a Connect server) fit at once
@@ -186,19 +188,22 @@ class ConnectServer:
 
 
 def start_connect(base: Path, master_url: str) -> ConnectServer:
-    """A Spark Connect server (pyspark's sbin/start-connect-server.sh in the foreground) whose
+    """A Spark Connect server (joins.spark.server.connect_launcher, in the foreground) whose
     sessions run on `master_url`."""
     home = spark_home()
     port = free_port(15002)
     logs = base / "connect-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    env = python_env(SPARK_HOME=str(home), SPARK_LOG_DIR=str(logs), SPARK_PID_DIR=str(logs))
-    cmd = ["bash", str(home / "sbin" / "start-connect-server.sh"), "--wait",
-           "--master", master_url,
+    env = python_env(SPARK_HOME=str(home), SPARK_LOG_DIR=str(logs), SPARK_PID_DIR=str(logs),
+                     **CONNECT_ENV)
+    cmd = [*connect_launcher(), "--master", master_url,
            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
            "--conf", f"spark.connect.grpc.binding.port={port}",
            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-           "--conf", "spark.ui.enabled=false"]
+           "--conf", "spark.ui.enabled=false",
+           # delta-spark and the engine's classes, as every session the project starts has them
+           "--jars", ",".join(str(p) for p in session_jars()),
+           *(arg for key, value in DELTA_CONF.items() for arg in ("--conf", f"{key}={value}"))]
     daemon = start_daemon("connect", cmd, base, env)
     try:
         wait_until("the Spark Connect server", lambda: listening(port), [daemon])

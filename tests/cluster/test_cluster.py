@@ -1,6 +1,6 @@
 """A subset of the suite, the demo's pipeline included, on a real cluster: against a standalone
 master (spark://127.0.0.1) whose one worker runs the executors, then through Spark Connect
-(sc://127.0.0.1), the server started from pyspark's own sbin/start-connect-server.sh and running
+(sc://127.0.0.1), the server started with pyspark's own bin/spark-submit and running
 its sessions on that master.
 
 On the master, the engine's jar and Python code must reach the executors, and the lake (a local
