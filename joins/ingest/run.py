@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from joins.errors import ConfigError
+from joins.ingest.delta_source import batch_reader, landed_versions, up_to_metadata_change
 from joins.ingest.manifest import IngestManifest, PlannedBatch, PlannedFile, pending_files
 from joins.ingest.source import IngestSource, IngestSummary
 from joins.ingest.stream import ingest_stream_batch
@@ -48,7 +49,9 @@ def ingest_in_progress(source: IngestSource) -> LeaseRecord | None:
     return record if record is not None and record.held_at(int(time.time() * 1000)) else None
 
 
-def _plan_problem(entry: LandingFile, source: IngestSource) -> str | None:
+def _plan_problem(entry: LandingFile | None, source: IngestSource) -> str | None:
+    if entry is None:  # a Delta version: Delta's own reads judge it
+        return None
     if entry.problem is not None:
         return entry.problem
     return footer_problem(entry.path) if source.spec.format == "parquet" else None
@@ -67,8 +70,11 @@ def run_ingest(spark: SparkSession, source: IngestSource, *, requested: Sequence
 
     lease = Lease(source.lease, purpose=f"ingest of {source.name}", ttl_s=source.lease_ttl_s,
                   on_takeover=on_takeover)
+    delta = source.spec.format == "delta"
     with lease.held(wait_s=wait_s, on_wait=on_wait):
-        entries = {f.name: f for f in scan_folder(source.landing)}
+        entries: dict[str, LandingFile | None] = (
+            dict.fromkeys(landed_versions(source.landing)) if delta
+            else {f.name: f for f in scan_folder(source.landing)})
         missing = sorted(set(requested) - set(entries))
         if missing:
             raise ConfigError(f"{source.name}: config.files names file(s) not in the landing "
@@ -85,16 +91,29 @@ def run_ingest(spark: SparkSession, source: IngestSource, *, requested: Sequence
         if last is not None and (committed is None or committed < last.batch_id):
             summaries.append(_ingest_batch(spark, source, last, lease.check))
         todo = pending_files(sorted(entries), planned, list(requested))
-        if todo:
-            batch = PlannedBatch(0 if last is None else last.batch_id + 1,
-                                 tuple(PlannedFile(n, _plan_problem(entries[n], source)) for n in todo))
+        if delta and todo != pending_files(sorted(entries), planned, None)[:len(todo)]:
+            raise ConfigError(f"{source.name}: a Delta table's versions are taken in order, "
+                              f"without gaps; config.files names {todo}")
+        next_id = 0 if last is None else last.batch_id + 1
+        while todo:
+            # A Delta table's versions go in batches that one read can take (each ends before a
+            # metadata change); landing files all in one.
+            taken = up_to_metadata_change(source.landing, todo) if delta else todo
+            batch = PlannedBatch(next_id, tuple(PlannedFile(n, _plan_problem(entries[n], source))
+                                                for n in taken))
             manifest.plan(batch, before_commit=lease.check)
             summaries.append(_ingest_batch(spark, source, batch, lease.check))
+            todo, next_id = todo[len(taken):], next_id + 1
         return summaries
 
 
 def _ingest_batch(spark: SparkSession, source: IngestSource, batch: PlannedBatch,
                   before_commit: Callable[[], None]) -> IngestSummary:
+    ingest = ingest_table_batch if source.kind == "table" else ingest_stream_batch
+    if source.spec.format == "delta":
+        label, read = batch_reader(spark, source, batch.names)
+        return ingest(spark, source, [label], batch_id=batch.batch_id,
+                      before_commit=before_commit, read=read)
     folder = source.landing.rstrip("/")
     readable: list[str] = []
     refused: list[tuple[str, str]] = []
@@ -106,6 +125,5 @@ def _ingest_batch(spark: SparkSession, source: IngestSource, batch: PlannedBatch
             readable.append(path)
         else:
             refused.append((path, problem))
-    ingest = ingest_table_batch if source.kind == "table" else ingest_stream_batch
     return ingest(spark, source, readable, batch_id=batch.batch_id, refused=refused,
                   before_commit=before_commit)

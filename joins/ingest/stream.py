@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from joins.ingest.source import IngestSource, IngestSummary
 from joins.landing import read_landing
+from joins.landing.reader import LandingBatch
 from joins.spark.exprs import event_date
 from joins.versioned.batches import check_batch_order
 from joins.versioned.quarantine import (
@@ -42,9 +43,11 @@ def file_names(files: Sequence[str]) -> tuple[str, ...]:
 
 def ingest_stream_batch(spark: SparkSession, source: IngestSource, files: Sequence[str], *,
                         batch_id: int, refused: Sequence[tuple[str, str]] = (),
-                        before_commit: Callable[[], None] | None = None) -> IngestSummary:
-    """Ingest batch `batch_id` (`files` read, `refused` quarantined whole) into the events
-    table; a batch already committed is reported from the tables, nothing written."""
+                        before_commit: Callable[[], None] | None = None,
+                        read: Callable[[], LandingBatch] | None = None) -> IngestSummary:
+    """Ingest batch `batch_id` (`files` read, `refused` quarantined whole; or what `read`
+    reads) into the events table; a batch already committed is reported from the tables,
+    nothing written."""
     from pyspark.sql import functions as F
 
     from joins.lake import AppTxn, delta_version, txn_version, write_delta
@@ -56,7 +59,8 @@ def ingest_stream_batch(spark: SparkSession, source: IngestSource, files: Sequen
     check_batch_order(main_path=source.table, quarantine_path=source.quarantine,
                       source_id=source.name, batch_id=batch_id)
     version = delta_version(source.table)
-    batch = read_landing(spark, list(files), source.spec, refused=refused)
+    batch = read() if read is not None else read_landing(spark, list(files), source.spec,
+                                                          refused=refused)
     try:
         events = batch.changelog.select(
             *source.spec.key_names, *source.spec.value_names,

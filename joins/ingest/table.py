@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from joins.ingest.source import IngestSource, IngestSummary
 from joins.ingest.stream import file_names
 from joins.landing import ingest_landing
+from joins.landing.reader import LandingBatch
 from joins.versioned.quarantine import batch_bad_files
 
 if TYPE_CHECKING:
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
 
 def ingest_table_batch(spark: SparkSession, source: IngestSource, files: Sequence[str], *,
                        batch_id: int, refused: Sequence[tuple[str, str]] = (),
-                       before_commit: Callable[[], None] | None = None) -> IngestSummary:
+                       before_commit: Callable[[], None] | None = None,
+                       read: Callable[[], LandingBatch] | None = None) -> IngestSummary:
     """Ingest batch `batch_id` (`files` read, `refused` quarantined whole) into the versioned
     table; a batch already committed is reported from the tables, nothing written."""
     from joins.lake import delta_version
@@ -26,7 +28,7 @@ def ingest_table_batch(spark: SparkSession, source: IngestSource, files: Sequenc
     report = ingest_landing(spark, list(files), source.spec, versions_path=source.table,
                             quarantine_path=source.quarantine, source_id=source.name,
                             batch_id=batch_id, history_retention_ms=source.history_retention_ms,
-                            refused=refused, before_commit=before_commit)
+                            refused=refused, before_commit=before_commit, read=read)
     bad = batch_bad_files(spark, source.quarantine, source_id=source.name, batch_id=batch_id)
     return IngestSummary(
         source=source.name, batch_id=batch_id, files=file_names(sorted([*files, *(p for p, _ in refused)])),

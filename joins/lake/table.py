@@ -86,6 +86,15 @@ class Snapshot:
             return None
         return int(pc.sum(counts).as_py())
 
+    def needs_delta_spark(self) -> bool:
+        """Whether only a Delta reader gets this version's rows right (its files read as Parquet
+        would not: see check_readable)."""
+        try:
+            self.check_readable()
+        except UnsupportedTableError:
+            return True
+        return False
+
     def check_readable(self) -> None:
         """Refuse tables whose rows plain Parquet reads would get wrong."""
         proto = self.table.protocol()

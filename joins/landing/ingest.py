@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from joins.landing.reader import read_landing
+from joins.landing.reader import LandingBatch, read_landing
 from joins.landing.spec import LandingSpec, require_spec
 from joins.versioned.batches import IngestReport, recorded_batch_report
 from joins.versioned.ingest import ingest_changelog
@@ -27,7 +27,8 @@ def ingest_landing(spark: SparkSession, files: str | Sequence[str], spec: Landin
                    *, versions_path: str, quarantine_path: str, source_id: str, batch_id: int,
                    history_retention_ms: int, block_rows: int = DEFAULT_BLOCK_ROWS,
                    refused: Sequence[tuple[str, str]] = (),
-                   before_commit: Callable[[], None] | None = None) -> IngestReport:
+                   before_commit: Callable[[], None] | None = None,
+                   read: Callable[[], LandingBatch] | None = None) -> IngestReport:
     """Read one batch of landing files and apply it to the versioned table.
 
     rows in (non-blank data rows of the files, plus one per file quarantined whole) = stored +
@@ -35,7 +36,8 @@ def ingest_landing(spark: SparkSession, files: str | Sequence[str], spec: Landin
     file LandingFileError) and nothing is written; with `quarantine` bad rows and files go to the
     quarantine table in the batch's quarantine commit. `refused` files (path, problem) are
     quarantined without being opened. A batch already committed is not read again: its recorded
-    report comes back with `skipped`. `before_commit` runs before each commit."""
+    report comes back with `skipped`. `before_commit` runs before each commit. `read`, when
+    given, reads the batch instead of the files (a Delta table's commits: read_delta_changes)."""
     spec = require_spec(spec)
     layout = table_layout(spec, history_retention_ms)
     recorded = recorded_batch_report(spark, versions_path=versions_path,
@@ -43,7 +45,7 @@ def ingest_landing(spark: SparkSession, files: str | Sequence[str], spec: Landin
                                      batch_id=batch_id)
     if recorded is not None:
         return recorded
-    batch = read_landing(spark, files, spec, refused=refused)
+    batch = read() if read is not None else read_landing(spark, files, spec, refused=refused)
     try:
         bad = batch.bad_records if spec.on_bad_record == "quarantine" else None
         return ingest_changelog(spark, batch.changelog, layout, versions_path=versions_path,

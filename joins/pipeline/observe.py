@@ -135,9 +135,11 @@ class LandingStatus:
 
 def landing_status(layout: SourceLayout, item: PipelineInput) -> LandingStatus:
     from joins.ingest import list_landing
+    from joins.ingest.delta_source import landed_versions
 
     folder = layout.landing(item.source)
-    landed = list_landing(folder)
+    # A Delta table's committed versions are what has landed (joins.ingest.delta_source).
+    landed = landed_versions(folder) if item.source.format == "delta" else list_landing(folder)
     manifest = lake.read_arrow(layout.manifest(item.source))
     taken: set[str] = set()
     quarantined = 0

@@ -40,12 +40,16 @@ def check_name(name: str) -> str:
 
 
 class SourceSpec(Spec):
-    """One source: a landing folder and the declared schema of its files.
+    """One source: a landing folder and the declared schema of its files, or a Delta table.
 
     - `name`: the asset name and the source id of its ingest commits (lower-case identifier);
-    - `landing`: the landing folder; a relative path is under the lake root (default
-      `landing/<name>`);
-    - `format`: `jsonl`, `csv` or `parquet`;
+    - `landing`: the landing folder, or with `format: delta` the Delta table; a relative path
+      is under the lake root (default `landing/<name>`);
+    - `format`: `jsonl`, `csv`, `parquet`, or `delta`: a Delta table written by anyone (plain
+      PySpark, Databricks), read by version: with its change data feed as a changelog (deletes
+      become tombstones at their commit's time, update pre-images are ignored), else from its
+      appends (a commit that removed rows is refused, naming the version); the event time may
+      be a TIMESTAMP or epoch milliseconds (`joins.landing.delta_cells`);
     - `key_columns`, `value_columns`, `ts_column` (event time, integer ms), `tombstone_column`
       (table sources only; absent = all value columns null means delete);
     - `on_bad_record`: `quarantine` (default: bad rows go to the quarantine table with the

@@ -89,3 +89,34 @@ def test_appends_with_a_tombstone_column_and_epoch_ms(spark, tmp_path: Path) -> 
     _sql(spark, path, "DELETE FROM {t} WHERE currency = 'USD'")                           # v2
     with pytest.raises(lake.LakeError, match="version 2 removed data files"):
         read_delta_changes(spark, str(path), 1, 2, _spec(tombstone_column="closed"))
+
+
+def test_ingest_batches_end_before_a_metadata_change(spark, tmp_path: Path) -> None:
+    """The feed turned on after some appends: one batch reads the appends, the next starts at
+    the commit that turned it on and reads the feed (an update, a delete); a second run finds
+    nothing new."""
+    from joins.ingest import IngestSource, run_ingest
+
+    path = tmp_path / "rates"
+    schema = "currency string, rate double, updated_at long"
+    spark.createDataFrame([("EUR", 1.0, T0_MS), ("USD", 2.0, T0_MS)], schema) \
+        .write.format("delta").save(str(path))                                           # v0
+    spark.createDataFrame([("GBP", 3.0, T0_MS + 1)], schema) \
+        .write.format("delta").mode("append").save(str(path))                            # v1
+    _sql(spark, path, "ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
+    _sql(spark, path, f"UPDATE {{t}} SET rate = 1.5, updated_at = {T0_MS + 2} WHERE currency = 'EUR'")
+    lake_root = tmp_path / "lake"
+    source = IngestSource(
+        name="rates", kind="table", landing=str(path), spec=_spec(on_bad_record="quarantine"),
+        table=str(lake_root / "tables" / "rates"), quarantine=str(lake_root / "quarantine"),
+        manifest=str(lake_root / "manifest"), lease=str(lake_root / "lease"),
+        history_retention_ms=86_400_000 * 365 * 10)
+
+    first = run_ingest(spark, source)
+    assert [(s.batch_id, s.files, s.stored) for s in first] == [
+        (0, ("rates@v0..v1",), 3), (1, ("rates@v2..v3",), 1)]
+    assert run_ingest(spark, source) == []
+    stored = sorted((r["currency"], r["rate"], r["ts"]) for r in lake.read_delta(spark, source.table)
+                    .where("NOT tombstone").collect())
+    assert stored == [("EUR", 1.0, T0_MS), ("EUR", 1.5, T0_MS + 2), ("GBP", 3.0, T0_MS + 1),
+                      ("USD", 2.0, T0_MS)]

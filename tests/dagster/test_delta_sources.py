@@ -1,0 +1,92 @@
+"""A pipeline whose inputs are a user's Delta tables, written with plain PySpark + delta-spark
+(`format: delta` sources, no Python of the project's): the rates table has its change data feed
+on, an UPDATE and a DELETE; the orders table is append-only without it. Through the Dagster
+definitions: the source assets ingest the tables' new versions, the micro-batch job joins them,
+a second run takes only what is new, and the rows are the ones the seeds' rules give."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from assets.factory import build_pipeline_assets
+from joins.lake import read_delta
+from pipelines.definitions import DEMO_SPEC, build_definitions
+from resources import LakeResource, SparkResource
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+MINUTE = 60_000
+# Event times near now: a delete's event time is its commit's time (joins.landing.delta_cells),
+# so the tables' own times must be of the same clock for the history retention (one day).
+T0 = (int(time.time() * 1000) // MINUTE - 180) * MINUTE
+
+
+def _ts(minutes: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp((T0 + minutes * MINUTE) / 1000, dt.UTC)
+
+
+def _spec(rates: Path, orders: Path) -> dict[str, Any]:
+    columns = {"key_columns": [{"name": "currency", "type": "string"}]}
+    return {**DEMO_SPEC,
+            "start_date": _ts(0).date().isoformat(),
+            "stream": {**DEMO_SPEC["stream"], "format": "delta", "landing": str(orders)},
+            "table": {"name": "rates", "format": "delta", "landing": str(rates), **columns,
+                      "value_columns": [{"name": "rate", "type": "double"}],
+                      "ts_column": "updated_at", "on_bad_record": "quarantine"}}
+
+
+def _append_orders(spark: Any, path: Path, rows: list[tuple[str, str, float, int]]) -> None:
+    frame = spark.createDataFrame([(c, o, a, T0 + m * MINUTE) for c, o, a, m in rows],
+                                  "currency string, order_id string, amount double, ts long")
+    frame.coalesce(1).write.format("delta").mode("append").save(str(path))
+
+
+def test_delta_tables_feed_a_stream_table_join_through_dagster(spark, tmp_path: Path) -> None:
+    rates, orders = tmp_path / "user" / "rates", tmp_path / "user" / "orders"
+    spark.sql(f"CREATE TABLE delta.`{rates}` (currency STRING, rate DOUBLE, updated_at TIMESTAMP) "
+              "USING delta TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', "
+              "'delta.enableDeletionVectors' = 'true')")
+    spark.createDataFrame([("EUR", 1.08, _ts(0)), ("USD", 1.0, _ts(0)), ("GBP", 0.8, _ts(0))],
+                          "currency string, rate double, updated_at timestamp") \
+        .write.format("delta").mode("append").save(str(rates))
+    spark.sql(f"UPDATE delta.`{rates}` SET rate = 1.10, updated_at = TIMESTAMP'{_ts(30):%Y-%m-%d %H:%M:%S}' "
+              "WHERE currency = 'EUR'")
+    _append_orders(spark, orders, [("EUR", "o1", 10.0, 10), ("EUR", "o2", 20.0, 40),
+                                   ("GBP", "o3", 30.0, 50), ("USD", "o4", 40.0, 60)])
+
+    spec = _spec(rates, orders)
+    root = tmp_path / "lake"
+    resources = {"spark": SparkResource(shuffle_partitions=2), "lake": LakeResource(root=str(root))}
+    ja = build_pipeline_assets(spec)
+    defs = build_definitions([spec], lake_root=str(root), spark=resources["spark"])
+    microbatch = defs.resolve_job_def(ja.microbatch_job_name)
+    output = root / "joins" / "orders_with_rates" / "output"
+
+    def run() -> list[tuple[Any, ...]]:
+        ingest = dg.materialize(ja.assets[:2], resources=resources, instance=instance,
+                                run_config=QUIET)
+        assert ingest.success
+        assert microbatch.execute_in_process(instance=instance, run_config=QUIET).success
+        return sorted((r["order_id"], r["ts"] - T0, r["table_rate"])
+                      for r in read_delta(spark, str(output)).collect())
+
+    with dg.instance_for_test() as instance:
+        # o4 sets the stream time at 60 min; a grace of 30 min releases o1 only.
+        assert run() == [("o1", 10 * MINUTE, 1.08)]
+
+        spark.sql(f"DELETE FROM delta.`{rates}` WHERE currency = 'GBP'")
+        _append_orders(spark, orders, [("USD", "o5", 50.0, 200)])
+        # Nothing read twice. o5 moves the stream time to 200 min: o2 joins EUR's updated rate,
+        # o3 the GBP rate valid at its time (the delete is later: at its commit's time, now), o4
+        # the USD rate; o5 waits in the grace buffer.
+        assert run() == [("o1", 10 * MINUTE, 1.08), ("o2", 40 * MINUTE, 1.10),
+                         ("o3", 50 * MINUTE, 0.8), ("o4", 60 * MINUTE, 1.0)]
+        table = read_delta(spark, str(root / "tables" / "rates"))
+        assert table.where("currency = 'GBP' AND tombstone").count() == 1
