@@ -90,3 +90,41 @@ def test_delta_tables_feed_a_stream_table_join_through_dagster(spark, tmp_path: 
                          ("o3", 50 * MINUTE, 0.8), ("o4", 60 * MINUTE, 1.0)]
         table = read_delta(spark, str(root / "tables" / "rates"))
         assert table.where("currency = 'GBP' AND tombstone").count() == 1
+
+
+def test_delta_tables_feed_an_interval_join_through_dagster(spark, tmp_path: Path) -> None:
+    """Orders (append-only) and deliveries (the change data feed on) as Delta tables: each
+    order with the deliveries within three hours after it, an order without one emitted alone
+    once the deliveries' watermark has passed it."""
+    from joins.pipeline.files import resolved_spec
+    from pipelines.definitions import SPECS_DIR
+
+    orders, deliveries = tmp_path / "user" / "orders", tmp_path / "user" / "deliveries"
+    _append_orders(spark, orders, [("EUR", "o1", 10.0, 0), ("USD", "o2", 20.0, 30),
+                                   ("EUR", "o3", 30.0, 60)])
+    spark.sql(f"CREATE TABLE delta.`{deliveries}` (delivery_id STRING, order_id STRING, "
+              "courier STRING, ts BIGINT) USING delta "
+              "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
+    spark.createDataFrame([("d1", "o1", "ann", T0 + 60 * MINUTE), ("d2", "o2", "bo", T0 + 400 * MINUTE),
+                           ("d3", "o3", "cy", T0 + 90 * MINUTE), ("d9", "o9", "x", T0 + 500 * MINUTE)],
+                          "delivery_id string, order_id string, courier string, ts long") \
+        .write.format("delta").mode("append").save(str(deliveries))
+    base = resolved_spec(SPECS_DIR / "orders_with_deliveries.yaml")
+    spec = {**base, "start_date": _ts(0).date().isoformat(),
+            "left": {**base["left"], "format": "delta", "landing": str(orders)},
+            "right": {**base["right"], "format": "delta", "landing": str(deliveries)}}
+    root = tmp_path / "lake"
+    resources = {"spark": SparkResource(shuffle_partitions=2), "lake": LakeResource(root=str(root))}
+    ja = build_pipeline_assets(spec)
+    defs = build_definitions([spec], lake_root=str(root), spark=resources["spark"])
+    with dg.instance_for_test() as instance:
+        assert dg.materialize(ja.assets[:2], resources=resources, instance=instance,
+                              run_config=QUIET).success
+        job = defs.resolve_job_def(ja.microbatch_job_name)
+        assert job.execute_in_process(instance=instance, run_config=QUIET).success
+    output = read_delta(spark, str(root / "joins" / "orders_with_deliveries" / "output"))
+    pairs = sorted((r["orders_order_id"], r["deliveries_delivery_id"])
+                   for r in output.where("orders_order_id IS NOT NULL").collect())
+    # o1-d1 and o3-d3 within three hours; d2 is 370 min after o2: o2 is emitted alone once the
+    # deliveries' watermark (500 min - 30 min) has passed o2's window.
+    assert pairs == [("o1", "d1"), ("o2", None), ("o3", "d3")]
