@@ -1,6 +1,7 @@
-"""Delta Lake I/O for Spark. Reads of a version and of the change data feed go through
-delta-spark; the rows a range of appends added are read from their files; writes are Parquet
-files Spark writes and delta-rs (the `deltalake` package) commits. This package is the only
+"""Delta Lake I/O for Spark. A table that needs a Delta reader (deletion vectors, column
+mapping) and the change data feed are read by delta-spark; other tables, and the rows a range
+of appends added, from their files; writes are Parquet files Spark writes and delta-rs (the
+`deltalake` package) commits. This package is the only
 place in the project that imports `deltalake`.
 
     read_delta / read_changes      Delta table (version, timestamp, increment) -> DataFrame
