@@ -55,7 +55,7 @@ def test_bad_spec_is_refused_naming_the_key(spec_dict: dict[str, Any], change: d
 
 
 @pytest.mark.parametrize(("side", "change", "key", "fragment"), [
-    ("stream", {"format": "xml"}, "config.stream.format", "'jsonl', 'csv' or 'parquet'"),
+    ("stream", {"format": "xml"}, "config.stream.format", "'jsonl', 'csv', 'parquet' or 'delta'"),
     ("stream", {"tombstone_column": "deleted"}, "config.stream.tombstone_column", "a stream has no deletes"),
     ("table", {"key_columns": [{"name": "a", "type": "string"}, {"name": "b", "type": "string"}]},
      "config.table.key_columns", "one key column"),
