@@ -104,8 +104,13 @@ def _initial(state: DataFrame | None, cols: TableTableColumns,
                        F.lit(None).cast("long").alias(f"{s}latest")]
             continue
         value = F.struct(*(F.col(cols.out(side, v)).alias(v) for v in cols.values(side)))
-        fields += [F.coalesce(F.col(present(side)), F.lit(False)).alias(f"{s}p"),
-                   value.cast(types[side]).alias(f"{s}v"),
+        held = F.coalesce(F.col(present(side)), F.lit(False))
+        # Null where the side holds no value, as the fold's own updates make it: a value that is
+        # never null here typed the accumulator non-nullable, and Spark 4.2's generated code
+        # then read a null the merge put there (a NullPointerException in the demo's second
+        # batch; the tests' interpreted plans do not show it).
+        fields += [held.alias(f"{s}p"),
+                   F.when(held, value.cast(types[side])).alias(f"{s}v"),
                    F.col(side_ts(side)).cast("long").alias(f"{s}ts"),
                    F.col(latest_ts(side)).cast("long").alias(f"{s}latest")]
     zero = F.lit(0)
