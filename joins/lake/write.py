@@ -1,4 +1,5 @@
-"""Spark DataFrames into Delta tables without the Delta jars and without collecting rows.
+"""Spark DataFrames into Delta tables without collecting rows (Spark writes the files, delta-rs
+commits them; delta-spark's writer is issue 26's next step).
 
 1. Spark tasks write Parquet (partitioned by the table's partition columns) into a staging
    prefix `_staging/<write id>/` inside the table directory. `_`-prefixed paths are invisible
