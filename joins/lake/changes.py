@@ -49,6 +49,15 @@ class ChangeStats:
 
 
 def _range(loc: TableLocation, from_version: int, to_version: int | None) -> tuple[Snapshot, int]:
+    snap, end = version_range(loc, from_version, to_version)
+    snap.check_readable()
+    return snap, end
+
+
+def version_range(loc: TableLocation, from_version: int,
+                  to_version: int | None) -> tuple[Snapshot, int]:
+    """The snapshot at the end of the range (from_version, to_version] and its version, the
+    bounds checked (to_version None: the latest)."""
     for name, value in (("from_version", from_version), ("to_version", to_version)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise LakeError(f"{loc}: {name} must be an integer, got {value!r}")
@@ -62,7 +71,6 @@ def _range(loc: TableLocation, from_version: int, to_version: int | None) -> tup
     if not -1 <= from_version <= end:
         raise LakeError(f"{loc}: need -1 <= from_version <= to_version, got "
                         f"from_version={from_version}, to_version={end}")
-    snap.check_readable()
     return snap, end
 
 

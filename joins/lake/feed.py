@@ -13,6 +13,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
+from joins.lake.changes import version_range
 from joins.lake.errors import LakeError
 from joins.lake.location import TableLocation
 from joins.lake.log import commit_actions
@@ -40,12 +41,7 @@ def read_change_feed(spark: SparkSession, path: str | os.PathLike[str], from_ver
     A delete row carries the deleted row's values. Refused, naming the version, where the range
     holds a commit without the feed or a schema change the feed cannot span."""
     loc = TableLocation.of(path)
-    end = open_snapshot(loc, version=to_version)
-    assert end is not None
-    last = end.version
-    if not -1 <= from_version <= last:
-        raise LakeError(f"{loc}: need -1 <= from_version <= to_version, got "
-                        f"from_version={from_version}, to_version={last}")
+    end, last = version_range(loc, from_version, to_version)
     if from_version == last:
         frame = spark.read.format("delta").option("versionAsOf", last).load(loc.spark_path())
         return frame.limit(0).selectExpr(
