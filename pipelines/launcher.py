@@ -16,7 +16,11 @@ from dagster._core.launcher.default_run_launcher import DefaultRunLauncher
 from pipelines.run_worker import WORKER_FILE
 
 WORKER_TAG = "temporal_joins/run_worker"
-_TIMEOUT_S = 2.0
+# The worker only queues the run before it answers, but on a loaded machine (its own Spark
+# job running, two cores) that answer can take seconds. The request is idempotent (the worker
+# queues a run id once), so an unanswered one is asked again before the run goes elsewhere.
+_TIMEOUT_S = 10.0
+_ATTEMPTS = 3
 
 
 def worker_url(home: str | Path) -> str | None:
@@ -34,13 +38,21 @@ def send_to_worker(home: str | Path, run_id: str) -> tuple[dict[str, Any] | None
         return None, "no run worker is serving this Dagster home"
     request = urllib.request.Request(f"{url}/runs", data=json.dumps({"run_id": run_id}).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
-            return json.loads(response.read()), ""
-    except urllib.error.HTTPError as exc:
-        return None, f"the run worker refused the run (HTTP {exc.code})"
-    except (OSError, ValueError) as exc:
-        return None, f"the run worker at {url} does not answer ({exc})"
+    why = ""
+    for _ in range(_ATTEMPTS):
+        try:
+            with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
+                return json.loads(response.read()), ""
+        except urllib.error.HTTPError as exc:
+            return None, f"the run worker refused the run (HTTP {exc.code})"
+        except (OSError, ValueError) as exc:
+            why = f"the run worker at {url} does not answer ({exc})"
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, ConnectionRefusedError):
+                # Nothing listens: the worker never saw the run; safe to run it elsewhere now.
+                return None, why
+    # If the worker took the run after all, it finds it started elsewhere and skips it.
+    return None, why
 
 
 class WarmWorkerRunLauncher(DefaultRunLauncher):

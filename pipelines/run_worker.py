@@ -55,8 +55,13 @@ class RunWorker:
         threading.Thread(target=self._loop, name="runs", daemon=True).start()
 
     def submit(self, run_id: str) -> int:
-        """Queue a run; its place in the line (0: it starts now)."""
+        """Queue a run; its place in the line (0: it starts now). Submitting a run the worker
+        already has queues nothing: a launcher that did not hear the first answer asks again."""
         with self.lock:
+            if run_id == self.running or run_id in self.done:
+                return 0
+            if run_id in self.queued:
+                return self.queued.index(run_id) + (self.running is not None)
             ahead = len(self.queued) + (self.running is not None)
             self.queued.append(run_id)
         self.waiting.put(run_id)
@@ -96,6 +101,11 @@ def execute_run(run_id: str) -> None:
         run = instance.get_run_by_id(run_id)
         if run is None or run.job_code_origin is None:
             raise RuntimeError(f"run {run_id} is unknown to the instance at {instance.root_directory}")
+        if run.status not in (DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING):
+            # Another process started it (a launcher that gave up on this worker): never twice.
+            print(f"run {run_id} is {run.status.value}: not executed again", file=sys.stderr,
+                  flush=True)
+            return
         try:
             _reload_code(run.job_code_origin)
             recon_job = recon_job_from_origin(run.job_code_origin)  # type: ignore[arg-type]

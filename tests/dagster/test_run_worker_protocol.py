@@ -108,3 +108,64 @@ def test_a_run_whose_code_cannot_load_is_failed_with_the_reason(
         said = [e.message for e in instance.all_logs(run.run_id)]
         assert any("could not load the code location: SyntaxError: a broken spec module" in m
                    for m in said), said
+
+
+def test_a_run_submitted_twice_is_queued_once(served: Any) -> None:
+    """A launcher that timed out asks again; the worker must not run the run twice."""
+    home, worker, executed, release = served
+    assert send_to_worker(home, "run-1")[0] is not None
+    again, _ = send_to_worker(home, "run-1")
+    assert again is not None and again["ahead"] == 0
+    release.set()
+    _until(lambda: worker.health()["running"] is None and worker.health()["done"] == ["run-1"])
+    assert executed == ["run-1"]
+
+
+def test_an_unanswered_request_is_asked_again(served: Any,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import pipelines.launcher as launcher
+
+    home, worker, executed, release = served
+    real = launcher.urllib.request.urlopen
+    calls: list[int] = []
+
+    def slow_once(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            real(*args, **kwargs).close()  # the worker got it, but the answer is "lost"
+            raise TimeoutError("timed out")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(launcher.urllib.request, "urlopen", slow_once)
+    taken, why = send_to_worker(home, "run-1")
+    assert taken is not None and why == "" and len(calls) == 2
+    release.set()
+    _until(lambda: worker.health()["done"] == ["run-1"])
+    assert executed == ["run-1"]
+
+
+def test_a_run_started_elsewhere_is_not_executed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher gave up on the worker and started the run in a process of its own."""
+    import sys
+
+    import dagster as dg
+    from dagster._core.code_pointer import ModuleCodePointer
+    from dagster._core.origin import JobPythonOrigin, RepositoryPythonOrigin
+    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
+
+    import pipelines.run_worker as run_worker
+
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    loaded: list[Any] = []
+    monkeypatch.setattr(run_worker, "_reload_code", loaded.append)
+    origin = JobPythonOrigin("some_job", RepositoryPythonOrigin(
+        sys.executable, ModuleCodePointer("pipelines.definitions", "defs", working_directory=None)))
+    with dg.DagsterInstance.get() as instance:
+        run = instance.add_run(DagsterRun(job_name="some_job", job_code_origin=origin,
+                                          status=DagsterRunStatus.STARTED))
+        run_worker.execute_run(run.run_id)
+        assert loaded == []
+        after = instance.get_run_by_id(run.run_id)
+        assert after is not None and after.status == DagsterRunStatus.STARTED

@@ -67,7 +67,8 @@ def test_a_ui_launched_backfill_runs_in_the_warm_worker(
         logs = instance.all_logs(run_id)
         failures = [e.message for e in logs if e.dagster_event and e.dagster_event.is_failure]
         assert run.status == dg.DagsterRunStatus.SUCCESS, failures or run.status
-        assert run.tags.get(WORKER_TAG) == str(worker_pid)
+        elsewhere = [e.message for e in logs if "A process of its own" in e.message]
+        assert run.tags.get(WORKER_TAG) == str(worker_pid), elsewhere
 
         # Every step ran in the worker's process, on its one (classic) session.
         steps = {e.step_key for e in logs
