@@ -84,12 +84,28 @@ def committed_write(path: str | os.PathLike[str], app_txn: AppTxn) -> CommitInfo
     loc = TableLocation.of(path)
     version = _commit.find_commit(loc, _commit.app_txn_tag(app_txn), None, key=_commit.APP_TXN_KEY)
     if version is None:
+        version = _commit_with_txn(loc, app_txn)   # a delta-spark commit carries no tag
+    if version is None:
         return None
     adds = [a["add"] for a in commit_actions(loc, version) if "add" in a]
     rows = sum(int(json.loads(a["stats"]).get("numRecords", 0)) for a in adds if a.get("stats"))
     parts = {tuple(sorted((a.get("partitionValues") or {}).items())) for a in adds}
     return CommitInfo(version=version, skipped=True, files=len(adds), rows=rows,
                       partitions=tuple(sorted(parts, key=lambda p: [(k, v or "") for k, v in p])))
+
+
+def _commit_with_txn(loc: TableLocation, app_txn: AppTxn) -> int | None:
+    """The version whose commit records `app_txn`, searched from the newest back (the commit a
+    crashed run left is among the last ones)."""
+    snap = open_snapshot(loc, missing_ok=True)
+    if snap is None:
+        return None
+    for version in range(snap.version, -1, -1):
+        for action in commit_actions(loc, version):
+            txn = action.get("txn")
+            if txn and txn.get("appId") == app_txn.app_id and txn.get("version") == app_txn.version:
+                return version
+    return None
 
 
 def _retry_on_created(request: _commit.CommitRequest, schema_mode: SchemaMode) -> CommitInfo | None:

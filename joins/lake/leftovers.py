@@ -20,6 +20,8 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from joins.lake import txn_tables, txn_write
+from joins.lake.location import TableLocation
 from joins.lake.read import read_delta
 from joins.lake.table import delta_version, table_exists
 from joins.lake.vacuum import vacuum_orphans
@@ -49,9 +51,14 @@ def remove_leftovers(spark: SparkSession, paths: Sequence[str], *, writer: str,
         version = delta_version(path)
         assert version is not None
         fenced_at = dt.datetime.now(dt.UTC) - _MTIME_SLACK
-        write_delta(read_delta(spark, path).limit(0), path, mode="append", expected_version=version,
-                    commit_message=f"{writer}: fence before removing the files of a write that "
-                                   f"never committed")
+        if txn_write.use_delta_spark(spark):
+            # A guarded delta-spark transaction reads the fence's app id: this fails it.
+            txn_tables.fence(spark, TableLocation.of(path), writer)
+        else:
+            write_delta(read_delta(spark, path).limit(0), path, mode="append",
+                        expected_version=version,
+                        commit_message=f"{writer}: fence before removing the files of a write "
+                                       "that never committed")
         older_than = max(dt.timedelta(0), dt.datetime.now(dt.UTC) - fenced_at)
         removed[path] = vacuum_orphans(path, older_than=older_than)
     return removed

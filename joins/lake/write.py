@@ -30,6 +30,7 @@ import pyarrow as pa
 from pyspark.sql import types as T
 
 from joins.lake import commit as _commit
+from joins.lake import txn_tables, txn_write
 from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.finish import already_committed, commit_or_clean, remove_quietly
 from joins.lake.location import TableLocation
@@ -114,8 +115,13 @@ class StagedWrite:
     request: _commit.CommitRequest | None   # None: nothing to commit (`answer` says why)
     answer: CommitInfo | None = None
     schema_mode: SchemaMode = "enforce"
+    txn: txn_write.TxnWrite | None = None   # staged on a delta-spark transaction instead
 
     def commit(self) -> CommitInfo:
+        if self.txn is not None:
+            txn, self.txn = self.txn, None
+            self.answer = txn.commit()
+            return self.answer
         if self.request is None:
             assert self.answer is not None
             return self.answer
@@ -124,6 +130,10 @@ class StagedWrite:
         return self.answer
 
     def abandon(self) -> None:
+        if self.txn is not None:
+            self.txn.abandon()
+            self.txn = None
+            self.answer = CommitInfo(version=None, skipped=False, files=0, rows=0)
         if self.request is not None:
             remove_quietly(self.loc, [f.path for f in self.request.files], None)
             self.request = None
@@ -153,6 +163,20 @@ def stage_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
     replace = (partition_filter_strings(loc, plan.schema, plan.partition_by, replace_partitions,
                                         what="replace_partitions")
                if replace_partitions is not None else None)
+    if txn_write.use_delta_spark(df.sparkSession):
+        data = _prepared(df, plan)
+        if snap is None:
+            return StagedWrite(loc, None, txn_tables.create(
+                data, loc, plan.partition_by, dict(configuration) if configuration else None,
+                app_txn=app_txn, commit_message=commit_message,
+                guarded=expected_version is not None or exclusive))
+        staged = txn_write.stage(
+            data, loc, plan.partition_by, plan.new_columns, replace, mode=mode, app_txn=app_txn,
+            commit_message=commit_message, expected_version=expected_version,
+            found_version=snap.version, exclusive=exclusive, skip_empty=skip_empty)
+        if isinstance(staged, CommitInfo):
+            return StagedWrite(loc, None, staged)
+        return StagedWrite(loc, None, schema_mode=schema_mode, txn=staged)
     write_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:12]}"
     staging = loc.staging_dir(write_id)
     try:
@@ -212,7 +236,8 @@ def _check_arguments(loc: TableLocation, mode: str, schema_mode: str,
                         f"{partition_by!r}")
 
 
-def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: str) -> None:
+def _prepared(df: DataFrame, plan: WritePlan) -> DataFrame:
+    """The frame as the table takes it: its columns in order, NOT NULL checked in the tasks."""
     spark = df.sparkSession
     if _has_timestamp(plan.schema) and spark.conf.get(_TIMESTAMP_CONF, None) != "TIMESTAMP_MICROS":
         # Spark's default INT96 timestamps are deprecated in Parquet and read back differently
@@ -223,7 +248,11 @@ def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: st
         # Every Dataset call is an analysis on the driver (a few ms of a micro-batch): a frame
         # that is already the table's columns in order, with nothing to check, is written as is.
         data = df.selectExpr(*[_guarded(c, plan) for c in plan.columns])
-    data = for_writing(data)
+    return for_writing(data)
+
+
+def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: str) -> None:
+    data = _prepared(df, plan)
     # "error", not its synonym "errorifexists": the Spark Connect client knows only the former.
     writer = data.write.mode("error").option(
         "mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
