@@ -191,6 +191,10 @@ def change_stats(path: str | os.PathLike[str], from_version: int,
                 unknown.add(column)
                 continue
             lo, hi = mins[column], maxs[column]
+            if isinstance(lo, dict) or isinstance(hi, dict):
+                # delta-spark writes a struct's bounds per field; they are not summed here.
+                unknown.add(column)
+                continue
             if column not in lows or (lo is not None and (lows[column] is None or lo < lows[column])):
                 lows[column] = lo
             if column not in highs or (hi is not None and (highs[column] is None or hi > highs[column])):
