@@ -1,0 +1,108 @@
+"""The delta-spark transaction writer (`TJ_DELTA_WRITER=delta-spark`, joins/lake/txn_write.py),
+in every CI run while it is opt-in: the promises of `write_delta` and `stage_delta` it keeps on
+delta-spark's own transaction (idempotent app transactions read from the version checksum, the
+version guard, the fence of a paused writer, partition replacement), and that its commits are
+delta-spark's (a version checksum beside each)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from joins import lake
+from joins.lake.txn_write import WRITER_ENV
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "k long, v string, day date"
+D1, D2 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
+
+
+@pytest.fixture(autouse=True)
+def _delta_spark_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WRITER_ENV, "delta-spark")
+
+
+def rows(spark: Any, path: Path) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in lake.read_delta(spark, str(path)).collect())
+
+
+def test_commits_are_delta_spark_s_and_app_transactions_land_once(spark: Any,
+                                                                   tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    frame = spark.createDataFrame([(1, "a", D1)], SCHEMA)
+    first = lake.write_delta(frame, str(path), partition_by=["day"], app_txn=lake.AppTxn("app", 1))
+    assert (first.version, first.rows, first.files) == (0, 1, 1)
+    second = lake.write_delta(spark.createDataFrame([(2, "b", D2)], SCHEMA), str(path),
+                              app_txn=lake.AppTxn("app", 2))
+    assert second.version == 1 and second.partitions == ((("day", "2024-03-02"),),)
+    again = lake.write_delta(spark.createDataFrame([(2, "b", D2)], SCHEMA), str(path),
+                             app_txn=lake.AppTxn("app", 2))
+    assert again.skipped and lake.delta_version(str(path)) == 1
+    assert rows(spark, path) == [(1, "a", D1), (2, "b", D2)]
+    assert lake.txn_version(str(path), "app") == 2
+    # What a re-run whose write was skipped learns of the commit a crashed run made.
+    found = lake.committed_write(str(path), lake.AppTxn("app", 2))
+    assert found is not None and (found.version, found.rows) == (1, 1)
+    # delta-spark's commits carry their version checksum, where the app transactions are read.
+    assert (path / "_delta_log" / f"{1:020d}.crc").exists()
+
+
+def test_the_version_guard_refuses_a_moved_table(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    frame = spark.createDataFrame([(1, "a", D1)], SCHEMA)
+    lake.write_delta(frame, path, expected_version=-1)
+    with pytest.raises(lake.ConcurrentCommitError):
+        lake.write_delta(frame, path, expected_version=-1)
+    lake.write_delta(frame, path, expected_version=0)
+    with pytest.raises(lake.ConcurrentCommitError, match="expected the table at version 0"):
+        lake.write_delta(frame, path, mode="overwrite", expected_version=0)
+    assert lake.delta_version(path) == 1 and len(rows(spark, Path(path))) == 2
+
+
+def test_a_commit_staged_before_another_commit_fails_and_leaves_no_file(
+        spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    lake.write_delta(spark.createDataFrame([(1, "a", D1)], SCHEMA), str(path))
+    staged = lake.stage_delta(spark.createDataFrame([(2, "b", D1)], SCHEMA), str(path),
+                              exclusive=True)
+    lake.write_delta(spark.createDataFrame([(3, "c", D1)], SCHEMA), str(path))   # a successor
+    before = {p.name for p in path.rglob("*.parquet")}
+    with pytest.raises(lake.ConcurrentCommitError):
+        lake.write_delta(staged, str(path))
+    assert rows(spark, path) == [(1, "a", D1), (3, "c", D1)]
+    assert {p.name for p in path.rglob("*.parquet")} < before   # its own file is gone
+
+
+def test_the_fence_fails_a_paused_writer(spark: Any, tmp_path: Path) -> None:
+    """A writer staged under its lease, paused past it; its successor fences before removing
+    leftovers: the paused commit fails instead of landing."""
+    from joins.lake.location import TableLocation
+    from joins.lake.txn_tables import fence
+
+    path = tmp_path / "t"
+    lake.write_delta(spark.createDataFrame([(1, "a", D1)], SCHEMA), str(path))
+    paused = lake.stage_delta(spark.createDataFrame([(2, "b", D1)], SCHEMA), str(path),
+                              exclusive=True, app_txn=lake.AppTxn("join.output", 7))
+    fence(spark, TableLocation.of(str(path)), "successor")
+    with pytest.raises(lake.ConcurrentCommitError):
+        lake.write_delta(paused, str(path))
+    assert rows(spark, path) == [(1, "a", D1)]
+    assert lake.txn_version(str(path), "join.output") is None
+
+
+def test_a_partition_replacement_removes_only_its_days(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    lake.write_delta(spark.createDataFrame([(1, "a", D1), (2, "b", D2)], SCHEMA), str(path),
+                     partition_by=["day"])
+    info = lake.write_delta(spark.createDataFrame([(9, "z", D1)], SCHEMA), str(path),
+                            mode="overwrite", replace_partitions={"day": [D1]})
+    assert info.version == 1
+    assert rows(spark, path) == [(2, "b", D2), (9, "z", D1)]
+    with pytest.raises(lake.LakeError, match="outside replace_partitions"):
+        lake.write_delta(spark.createDataFrame([(8, "y", D2)], SCHEMA), str(path),
+                         mode="overwrite", replace_partitions={"day": [D1]})
+    assert lake.delta_version(str(path)) == 1
