@@ -12,9 +12,10 @@ path goes):
   lists files and commits, so it must not grow with the row count.
 - **Latency** of what a micro-batch does: `--appends` successive appends of `--small` rows into
   one table that already holds `--history` commits, median and min-max per method, with and
-  without an app transaction (the idempotent write every runtime commit is), and the same on
-  delta-spark's transaction API (bench/delta_txn.py). The first append of each table is
-  reported apart (cold: the writer reads the table's log for the first time).
+  without an app transaction (the idempotent write every runtime commit is), and the project's
+  writer on delta-spark's transaction (`ours-spark`: `TJ_DELTA_WRITER=delta-spark`,
+  joins/lake/txn_write.py). The first append of each table is reported apart (cold: the writer
+  reads the table's log for the first time).
 
     .venv/bin/python -m bench.delta_write --rows 1m,10m --small 100,10k --appends 10 --history 50
 
@@ -47,10 +48,9 @@ RESULTS = Path(__file__).parent / "results" / "delta_write.json"
 METHODS = ("parquet", "ours", "delta-spark")
 # "+txn": with an app transaction (the idempotent write every runtime commit is); "+replace":
 # an overwrite of one event day (a backfill's partition replacement, a state table's rewrite).
-# "delta-txn+txn": the idempotent append on delta-spark's transaction API, the app transaction
-# read from the version checksum (bench/delta_txn.py, a candidate for the runtime's writes).
+# "ours-spark": the project's writer on delta-spark's transaction (TJ_DELTA_WRITER=delta-spark).
 APPEND_METHODS = ("ours", "ours+txn", "ours+replace", "delta-spark", "delta-spark+txn",
-                  "delta-spark+replace", "delta-txn+txn")
+                  "delta-spark+replace", "ours-spark+txn", "ours-spark+replace")
 FIRST_DAY = dt.date(2024, 1, 1)
 
 
@@ -103,22 +103,19 @@ def write(method: str, df: DataFrame, path: str, txn: tuple[str, int] | None = N
     """One write by `method`: an append (a new table on the first), or with `replace` an
     overwrite of the first event day (every row of `df` must fall in it)."""
     from joins import lake
+    from joins.lake.txn_write import WRITER_ENV
 
     if method == "parquet":
         df.write.mode("append").partitionBy("event_date").parquet(path)
     elif method.startswith("ours"):
+        os.environ[WRITER_ENV] = "delta-spark" if method == "ours-spark" else "delta-rs"
         info = lake.write_delta(df, path, partition_by=["event_date"],
                                 mode="overwrite" if replace else "append",
                                 replace_partitions={"event_date": [FIRST_DAY]} if replace else None,
                                 app_txn=lake.AppTxn(*txn) if txn else None)
+        os.environ.pop(WRITER_ENV)
         if info.version is None:
             raise SystemExit(f"write_delta committed nothing to {path}")
-    elif method == "delta-txn":
-        from bench.delta_txn import append_once
-
-        assert txn is not None and not replace
-        if append_once(df, path, *txn) is None:
-            raise SystemExit(f"append_once committed nothing to {path}")
     else:
         writer = df.write.format("delta").partitionBy("event_date")
         if replace:

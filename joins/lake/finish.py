@@ -9,7 +9,6 @@ transaction a concurrent writer committed first is skipped.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ from collections.abc import Sequence
 from joins.lake import commit as _commit
 from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.location import TableLocation
-from joins.lake.log import commit_actions
+from joins.lake.log import commit_info, records_txn
 from joins.lake.model import AppTxn, CommitInfo
 from joins.lake.schema import SchemaMode, plan_write
 from joins.lake.table import Snapshot, open_snapshot
@@ -85,13 +84,7 @@ def committed_write(path: str | os.PathLike[str], app_txn: AppTxn) -> CommitInfo
     version = _commit.find_commit(loc, _commit.app_txn_tag(app_txn), None, key=_commit.APP_TXN_KEY)
     if version is None:
         version = _commit_with_txn(loc, app_txn)   # a delta-spark commit carries no tag
-    if version is None:
-        return None
-    adds = [a["add"] for a in commit_actions(loc, version) if "add" in a]
-    rows = sum(int(json.loads(a["stats"]).get("numRecords", 0)) for a in adds if a.get("stats"))
-    parts = {tuple(sorted((a.get("partitionValues") or {}).items())) for a in adds}
-    return CommitInfo(version=version, skipped=True, files=len(adds), rows=rows,
-                      partitions=tuple(sorted(parts, key=lambda p: [(k, v or "") for k, v in p])))
+    return None if version is None else commit_info(loc, version, skipped=True)
 
 
 def _commit_with_txn(loc: TableLocation, app_txn: AppTxn) -> int | None:
@@ -100,12 +93,7 @@ def _commit_with_txn(loc: TableLocation, app_txn: AppTxn) -> int | None:
     snap = open_snapshot(loc, missing_ok=True)
     if snap is None:
         return None
-    for version in range(snap.version, -1, -1):
-        for action in commit_actions(loc, version):
-            txn = action.get("txn")
-            if txn and txn.get("appId") == app_txn.app_id and txn.get("version") == app_txn.version:
-                return version
-    return None
+    return next((v for v in range(snap.version, -1, -1) if records_txn(loc, v, app_txn)), None)
 
 
 def _retry_on_created(request: _commit.CommitRequest, schema_mode: SchemaMode) -> CommitInfo | None:

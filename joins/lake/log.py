@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from joins.lake.errors import LakeError, UnsupportedTableError
 from joins.lake.location import DELTA_LOG, TableLocation
+from joins.lake.model import AppTxn, CommitInfo
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?\.parquet$")
@@ -32,6 +33,21 @@ def commit_actions(loc: TableLocation, version: int) -> list[dict[str, Any]]:
         raise LakeError(f"{loc}: the log entry of version {version} is gone (log retention "
                         "cleaned it up); cannot read the commits of that range") from exc
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def records_txn(loc: TableLocation, version: int, app_txn: AppTxn) -> bool:
+    """Whether commit `version` carries `app_txn` (its `txn` action)."""
+    return any(a.get("txn", {}).get("appId") == app_txn.app_id
+               and a["txn"].get("version") == app_txn.version for a in commit_actions(loc, version))
+
+
+def commit_info(loc: TableLocation, version: int, *, skipped: bool) -> CommitInfo:
+    """What commit `version` added: its files, their rows (from the statistics) and partitions."""
+    adds = [a["add"] for a in commit_actions(loc, version) if "add" in a]
+    rows = sum(int(json.loads(a["stats"]).get("numRecords", 0)) for a in adds if a.get("stats"))
+    parts = {tuple(sorted((a.get("partitionValues") or {}).items())) for a in adds}
+    return CommitInfo(version=version, skipped=skipped, files=len(adds), rows=rows,
+                      partitions=tuple(sorted(parts, key=lambda p: [(k, v or "") for k, v in p])))
 
 
 def commit_time(loc: TableLocation, version: int) -> dt.datetime | None:

@@ -1,6 +1,5 @@
 """Writes committed by delta-spark's own transaction (issue 26, point 3), opt-in while the old
-path exists: `TJ_DELTA_WRITER=delta-spark` (classic sessions; Spark Connect keeps the delta-rs
-path, having no py4j).
+path exists: `TJ_DELTA_WRITER=delta-spark`.
 
 The write keeps `stage_delta`'s two halves. Staging opens a transaction on the table
 (`DeltaLog.startTransaction`) and has Spark tasks write the files straight into the table
@@ -8,6 +7,10 @@ The write keeps `stage_delta`'s two halves. Staging opens a transaction on the t
 `OptimisticTransaction.commit` of those files, the replaced files' removals and the app
 transaction. Until then no version references the files (a crash leaves orphans for
 `vacuum_orphans`, as before).
+
+The transaction lives in the JVM (`temporaljoins.DeltaTxn`, joins/spark/jvm): a classic session
+calls it through py4j, a Spark Connect client through the server's `TxnPlugin` (a relation
+extension whose one row is the answer). One protocol, JSON requests and answers, serves both.
 
 The guarantees, on what Delta checks itself:
 - Idempotence: the app transaction's last version is read from the snapshot's version checksum
@@ -26,9 +29,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.location import TableLocation
@@ -42,7 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WRITER_ENV = "TJ_DELTA_WRITER"
-# The app id a successor's fence commits and every guarded transaction reads.
+# The app id a successor's fence commits and every guarded transaction reads (DeltaTxn.FENCE_APP).
 FENCE_APP = "temporal_joins.fence"
 _CONFLICTS = ("ConcurrentTransactionException", "ConcurrentAppendException",
               "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
@@ -51,7 +55,7 @@ _CONFLICTS = ("ConcurrentTransactionException", "ConcurrentAppendException",
 
 
 def use_delta_spark(spark: SparkSession) -> bool:
-    return os.environ.get(WRITER_ENV, "delta-rs") == "delta-spark" and not is_connect(spark)
+    return os.environ.get(WRITER_ENV, "delta-rs") == "delta-spark"
 
 
 @dataclass
@@ -60,87 +64,59 @@ class TxnWrite:
 
     loc: TableLocation
     spark: SparkSession
-    txn: Any                                   # OptimisticTransaction (py4j)
-    adds: Any                                  # Seq[FileAction] the tasks wrote
+    request_id: str
     added: list[tuple[str, dict[str, str | None], int]]  # path, partition values, rows
-    removes: list[Any] = field(default_factory=list)
     app_txn: AppTxn | None = None
-    overwrite: bool = False
-    partition_by: list[str] = field(default_factory=list)
-    commit_message: str | None = None
     guarded: bool = False
 
     def commit(self) -> CommitInfo:
-        jvm = self.spark._jvm
-        assert jvm is not None
-        delta = jvm.org.apache.spark.sql.delta
-        actions = self.adds.toList()
-        for remove in self.removes:
-            actions = actions.appended(remove)
-        if self.app_txn is not None:
-            now = jvm.scala.Some(jvm.java.lang.Long(int(time.time() * 1000)))
-            actions = actions.appended(delta.actions.SetTransaction(
-                self.app_txn.app_id, self.app_txn.version, now))
-        try:
-            version = int(self.txn.commit(actions.toSeq(), _operation(jvm, self)))
-        except Exception as exc:
-            conflict = conflict_name(exc)
-            if conflict is None:
-                # Landed or not, the log cannot say here: the files stay for vacuum_orphans.
-                raise LakeError(f"{self.loc}: commit failed ({exc}); its files stay for "
-                                "vacuum_orphans") from exc
-            self.abandon()
-            if self.app_txn is not None and app_txn_committed(self.spark, self.loc, self.app_txn):
+        answer = call(self.spark, "commit", self.request_id)
+        state = answer["state"]
+        if state == "failed":
+            # Landed or not, the log cannot say here: the files stay for vacuum_orphans.
+            raise LakeError(f"{self.loc}: commit failed ({answer['message']}); its files stay for "
+                            "vacuum_orphans")
+        if state == "conflict":
+            self.added = []
+            if self.app_txn is not None and app_txn_committed(self.loc, self.app_txn):
                 return CommitInfo(version=None, skipped=True, files=0, rows=0)
             if self.guarded:
                 raise ConcurrentCommitError(f"{self.loc}: another writer committed to the table "
-                                            f"meanwhile ({conflict}); nothing was committed") \
-                    from exc
-            raise LakeError(f"{self.loc}: commit failed ({conflict}), nothing was written") \
-                from exc
+                                            f"meanwhile ({answer['conflict']}); nothing was "
+                                            "committed")
+            raise LakeError(f"{self.loc}: commit failed ({answer['conflict']}), nothing was "
+                            "written")
         parts = {tuple(sorted(p.items())) for _, p, _ in self.added}
-        return CommitInfo(version=version, skipped=False, files=len(self.added),
+        return CommitInfo(version=int(answer["version"]), skipped=False, files=len(self.added),
                           rows=sum(rows for _, _, rows in self.added),
                           partitions=tuple(sorted(parts, key=lambda p: [(k, v or "") for k, v in p])))
 
     def abandon(self) -> None:
-        for path, _, _ in self.added:
-            folder, _, name = path.rpartition("/")
-            # Hadoop's local file system writes a checksum beside each file (`.<name>.crc`).
-            sidecar = f"{folder}/.{name}.crc" if folder else f".{name}.crc"
-            for rel in (path, sidecar):
-                try:
-                    self.loc.fs.delete_file(self.loc.fs_path(rel))
-                except FileNotFoundError:
-                    pass
-                except OSError as exc:
-                    log.warning("%s: could not remove uncommitted file %s: %s", self.loc, rel, exc)
+        call(self.spark, "abandon", self.request_id)
         self.added = []
 
 
-def _operation(jvm: Any, write: TxnWrite) -> Any:
-    none = jvm.scala.Option.empty()
-    mode = jvm.org.apache.spark.sql.SaveMode
-    partition_by = jvm.scala.Some(scala_list(jvm, write.partition_by)) if write.partition_by else none
-    message = jvm.scala.Some(write.commit_message) if write.commit_message else none
-    return jvm.org.apache.spark.sql.delta.DeltaOperations.Write(
-        mode.Overwrite if write.overwrite else mode.Append, partition_by, none, message,
-        none, none, none, none, none)
+def call(spark: SparkSession, operation: str, request: str,
+         data: DataFrame | None = None) -> dict[str, Any]:
+    """One DeltaTxn operation: through py4j in a classic session, through the Connect server's
+    TxnPlugin otherwise."""
+    if is_connect(spark):
+        from joins.lake.txn_connect import call_plugin
+
+        return json.loads(call_plugin(spark, operation, request, data))
+    jvm = spark._jvm
+    assert jvm is not None
+    txn = jvm.temporaljoins.DeltaTxn
+    if operation == "stage":
+        assert data is not None
+        return json.loads(txn.stage(spark._jsparkSession, data._jdf, request))
+    if operation == "fence":
+        fence = json.loads(request)
+        return json.loads(txn.fence(spark._jsparkSession, fence["path"], fence["message"]))
+    return json.loads(getattr(txn, operation)(request))
 
 
-def scala_list(jvm: Any, items: list[Any]) -> Any:
-    array = jvm.java.util.ArrayList()
-    for item in items:
-        array.add(item)
-    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(array).toList()
-
-
-def conflict_name(exc: Exception) -> str | None:
-    text = str(exc)
-    return next((name for name in _CONFLICTS if name in text), None)
-
-
-def app_txn_committed(spark: SparkSession, loc: TableLocation, app_txn: AppTxn) -> bool:
+def app_txn_committed(loc: TableLocation, app_txn: AppTxn) -> bool:
     from joins.lake.table import open_snapshot
 
     snap = open_snapshot(loc, missing_ok=True)
@@ -148,74 +124,9 @@ def app_txn_committed(spark: SparkSession, loc: TableLocation, app_txn: AppTxn) 
     return done is not None and done >= app_txn.version
 
 
-def start(spark: SparkSession, loc: TableLocation) -> Any:
-    jvm = spark._jvm
-    assert jvm is not None
-    return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
-        spark._jsparkSession, loc.spark_path()).startTransaction()
-
-
-def done_version(txn: Any, app_id: str) -> int:
-    """The app id's last committed version as of the transaction's snapshot (-1: none), read
-    from the version checksum when it carries the app transactions."""
-    checksum = txn.snapshot().checksumOpt()
-    if checksum.isEmpty() or checksum.get().setTransactions().isEmpty():
-        return int(txn.txnVersion(app_id))
-    txn.readTxn().addOne(app_id)
-    done = -1
-    txns = checksum.get().setTransactions().get().iterator()
-    while txns.hasNext():
-        entry = txns.next()
-        if entry.appId() == app_id:
-            done = max(done, int(entry.version()))
-    return done
-
-
-def guard(txn: Any, loc: TableLocation, expected: int) -> None:
-    if int(txn.readVersion()) != expected:
-        raise ConcurrentCommitError(
-            f"{loc}: expected the table at version {expected} but it is at "
-            f"{int(txn.readVersion())}: another writer committed meanwhile; nothing was committed")
-    txn.readWholeTable()
-    done_version(txn, FENCE_APP)
-
-
-def written_files(adds: Any) -> list[tuple[str, dict[str, str | None], int]]:
-    from urllib.parse import unquote
-
-    out = []
-    files = adds.iterator()
-    while files.hasNext():
-        add = files.next()
-        values = _partition_values(add)
-        stats = add.stats()
-        rows = int(json.loads(stats).get("numRecords", 0)) if stats else 0
-        out.append((unquote(add.path()), values, rows))
-    return out
-
-
-def _partition_values(add: Any) -> dict[str, str | None]:
-    values: dict[str, str | None] = {}
-    entries = add.partitionValues().iterator()
-    while entries.hasNext():
-        entry = entries.next()
-        values[entry._1()] = entry._2()
-    return values
-
-
-def current_files(txn: Any) -> list[Any]:
-    """The snapshot's files (AddFile objects): from the checksum when it lists them (small
-    tables), else from the snapshot's state."""
-    checksum = txn.snapshot().checksumOpt()
-    if not checksum.isEmpty() and not checksum.get().allFiles().isEmpty():
-        seq = checksum.get().allFiles().get()
-    else:
-        seq = txn.filterFiles()
-    out = []
-    files = seq.iterator()
-    while files.hasNext():
-        out.append(files.next())
-    return out
+def conflict_name(exc: Exception) -> str | None:
+    text = str(exc)
+    return next((name for name in _CONFLICTS if name in text), None)
 
 
 def stage(data: DataFrame, loc: TableLocation, partition_by: list[str],
@@ -235,31 +146,28 @@ def stage(data: DataFrame, loc: TableLocation, partition_by: list[str],
                             f"({[f.name for f in new_columns]}); nothing was committed")
         columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in new_columns)
         spark.sql(f"ALTER TABLE delta.`{loc.spark_path()}` ADD COLUMNS ({columns})")
-    txn = start(spark, loc)
-    if guarded:
-        assert expected is not None
-        guard(txn, loc, expected)
-    if app_txn is not None and done_version(txn, app_txn.app_id) >= app_txn.version:
+    request_id = str(uuid.uuid4())
+    request = {
+        "id": request_id, "path": loc.spark_path(), "mode": mode, "partitionBy": partition_by,
+        "replace": None if replace is None else {c: sorted(v) for c, v in replace.items()},
+        "appId": None if app_txn is None else app_txn.app_id,
+        "appVersion": None if app_txn is None else app_txn.version,
+        "guarded": guarded, "expected": expected if guarded else None,
+        "skipEmpty": skip_empty, "message": commit_message}
+    answer = call(spark, "stage", json.dumps(request), data)
+    state = answer["state"]
+    if state == "conflict":
+        raise ConcurrentCommitError(f"{loc}: {answer['message']}: another writer committed "
+                                    "meanwhile; nothing was committed")
+    if state == "skipped":
         return CommitInfo(version=None, skipped=True, files=0, rows=0)
-    adds = txn.writeFiles(data._jdf)
-    write = TxnWrite(loc, spark, txn, adds, written_files(adds), app_txn=app_txn,
-                     overwrite=mode == "overwrite", partition_by=partition_by,
-                     commit_message=commit_message, guarded=guarded)
-    if skip_empty and mode == "append" and not write.added:
+    if state == "empty":
         return CommitInfo(version=None, skipped=False, files=0, rows=0)
-    if replace is not None:
-        for _, values, _ in write.added:
-            for column, allowed in replace.items():
-                if values.get(column) not in allowed:
-                    write.abandon()
-                    raise LakeError(f"{loc}: the data has rows with {column}={values.get(column)!r}"
-                                    f", outside replace_partitions[{column!r}]={sorted(allowed)}; "
-                                    "nothing was committed")
-    if mode == "overwrite":
-        txn.readWholeTable()   # a concurrent change to what is replaced conflicts
-        now = int(time.time() * 1000)
-        for add in current_files(txn):
-            values = _partition_values(add)
-            if replace is None or all(values.get(c) in allowed for c, allowed in replace.items()):
-                write.removes.append(add.removeWithTimestamp(now, True))
-    return write
+    if state == "outside":
+        column = answer["column"]
+        assert replace is not None
+        raise LakeError(f"{loc}: the data has rows with {column}={answer.get('value')!r}, outside "
+                        f"replace_partitions[{column!r}]={sorted(replace[column])}; nothing was "
+                        "committed")
+    added = [(unquote(f["path"]), f["partition"], int(f["rows"])) for f in answer["files"]]
+    return TxnWrite(loc, spark, request_id, added, app_txn=app_txn, guarded=guarded)

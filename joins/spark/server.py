@@ -68,6 +68,17 @@ def connect_launcher() -> list[str]:
 
 
 CONNECT_ENV = {"SPARK_CONNECT_MODE": "0"}
+TXN_PLUGIN = "temporaljoins.TxnPlugin"
+
+
+def plugin_conf() -> dict[str, str]:
+    """The server's part of the Delta writer: its transactions run on the server, where the
+    client's data is (joins/lake/txn_write.py). Empty without the engine's jar."""
+    from joins.spark.jvm import jar_path
+
+    if jar_path() is None:
+        return {}
+    return {"spark.connect.extensions.relation.classes": TXN_PLUGIN}
 
 
 def server_command(port: int, settings: SparkSettings) -> list[str]:
@@ -82,6 +93,7 @@ def server_command(port: int, settings: SparkSettings) -> list[str]:
     cmd = [*connect_launcher(), "--master", settings.master,
            "--driver-memory", settings.driver_memory]
     cmd += ["--jars", ",".join(str(p) for p in session_jars())]
+    conf.update(plugin_conf())
     for key, value in sorted(conf.items()):
         cmd += ["--conf", f"{key}={value}"]
     return cmd

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from joins.spark.delta_jars import DELTA_CONF
-from joins.spark.server import CONNECT_ENV, connect_launcher, free_port, listening
+from joins.spark.server import CONNECT_ENV, connect_launcher, free_port, listening, plugin_conf
 from joins.spark.session import session_jars
 
 REPO = Path(__file__).resolve().parents[2]
@@ -203,7 +203,8 @@ def start_connect(base: Path, master_url: str) -> ConnectServer:
            "--conf", "spark.ui.enabled=false",
            # delta-spark and the engine's classes, as every session the project starts has them
            "--jars", ",".join(str(p) for p in session_jars()),
-           *(arg for key, value in DELTA_CONF.items() for arg in ("--conf", f"{key}={value}"))]
+           *(arg for key, value in {**DELTA_CONF, **plugin_conf()}.items()
+             for arg in ("--conf", f"{key}={value}"))]
     daemon = start_daemon("connect", cmd, base, env)
     try:
         wait_until("the Spark Connect server", lambda: listening(port), [daemon])

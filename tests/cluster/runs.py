@@ -17,7 +17,8 @@ from tests.cluster.harness import REPO, Daemon, python_env
 # checks (where tasks run, the demo's pipeline, the JVM index or its refusal), the incremental
 # runtime (Observation, localCheckpoint, Delta commits of files the executors wrote), a scenario
 # replayed in batches, the foreign-key join (the one join the demo does not run) on a scenario,
-# the as-of join's strategies and the caller's cache, a Delta round trip.
+# the as-of join's strategies and the caller's cache, a Delta round trip, the delta-spark writer
+# (through Connect its transactions run in the server's TxnPlugin).
 SUBSET = [
     "tests/cluster/session_checks.py",
     "tests/spark/test_stream_table_incremental.py::test_report_of_a_batch",
@@ -28,6 +29,7 @@ SUBSET = [
     "tests/spark/test_asof_join.py::test_equal_ts_before_first_and_tombstone",
     "tests/spark/test_asof_join.py::test_callers_cached_inputs_stay_cached",
     "tests/lake/test_write_read.py::test_create_append_and_read_back_with_three_readers",
+    "tests/spark/test_txn_writer.py",
 ]
 TIMEOUT_S = 1500
 

@@ -5,9 +5,14 @@ operators comes near a sort-merge engine on this join (docs/asof_join.md). The b
 join (`temporaljoins.AsOfJoin`) probes an in-memory index of the table inside the JVM, on Spark's
 row format, so rows never cross into Python.
 
-The classes are compiled here, on first use, against the jars of the installed pyspark (Maven
-Central is not needed, only `javac` from a JDK 17+), into build/ next to this file; the jar's name
-carries a hash of the sources and the Spark version, so an edit or a Spark upgrade rebuilds it.
+The Delta writer (`temporaljoins.DeltaTxn`, and `TxnPlugin`, its Spark Connect entry point on
+the server) holds delta-spark's transaction in the JVM, where both a classic session and a Connect
+server can reach it (joins/lake/txn_write.py).
+
+The classes are compiled here, on first use, against the jars of the installed pyspark and
+delta-spark (Maven Central is not needed then, only `javac` from a JDK 17+), into build/ next to
+this file; the jar's name carries a hash of the sources and the Spark and Delta versions, so an
+edit or an upgrade rebuilds it.
 `get_spark` puts the jar on `spark.jars`, which ships it to a cluster's executors too. Where no
 `javac` is found, or the session is Spark Connect, the callers use their pure-SQL plans instead;
 `unavailable_reason()` says why.
@@ -59,7 +64,9 @@ def _source_files() -> list[Path]:
 def _fingerprint() -> str:
     import pyspark
 
-    digest = hashlib.sha256(pyspark.__version__.encode())
+    from joins.spark.delta_jars import DELTA_VERSION
+
+    digest = hashlib.sha256(f"{pyspark.__version__} {DELTA_VERSION}".encode())
     for path in _source_files():
         digest.update(path.relative_to(SOURCES).as_posix().encode())
         digest.update(path.read_bytes())
@@ -95,12 +102,20 @@ def _build() -> Path:
     jar_tool = str(Path(javac).with_name("jar"))
     if not Path(jar_tool).exists():
         raise _Unavailable(f"no jar tool next to {javac}")
+    from joins.errors import ConfigError
+    from joins.spark.delta_jars import jar_paths
+
+    try:
+        delta = jar_paths()   # DeltaTxn is built on delta-spark's transaction
+    except ConfigError as exc:
+        raise _Unavailable(str(exc)) from exc
+    classpath = os.pathsep.join([str(_pyspark_jars() / "*"), *map(str, delta)])
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=BUILD_DIR, prefix="compile-") as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
         compile_cmd = [javac, "-nowarn", "-Xlint:none", "--release", "17", "-d", str(classes),
-                       "-cp", str(_pyspark_jars() / "*"), *map(str, _source_files())]
+                       "-cp", classpath, *map(str, _source_files())]
         done = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=300, check=False)
         if done.returncode != 0:
             raise _Unavailable(f"javac failed: {done.stderr.strip()[-2000:]}")

@@ -1,0 +1,330 @@
+package temporaljoins;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.SaveMode;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.delta.DeltaLog;
+import org.apache.spark.sql.delta.DeltaOperations;
+import org.apache.spark.sql.delta.OptimisticTransaction;
+import org.apache.spark.sql.delta.VersionChecksum;
+import org.apache.spark.sql.delta.actions.Action;
+import org.apache.spark.sql.delta.actions.AddFile;
+import org.apache.spark.sql.delta.actions.FileAction;
+import org.apache.spark.sql.delta.actions.SetTransaction;
+import scala.Option;
+import scala.Tuple2;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Writes committed by delta-spark's own transaction, in the two halves the runtime commits in
+ * (joins/lake/txn_write.py is the caller; docs/lake.md the design). Staging opens a transaction,
+ * checks its guards and has Spark tasks write the files straight into the table
+ * ({@code writeFiles}); committing is one {@code OptimisticTransaction.commit} of those files, the
+ * replaced files' removals and the app transaction. Until then no version references the files.
+ *
+ * <p>Why in Java: the same code serves a classic session (through py4j) and a Spark Connect
+ * session (through {@link TxnPlugin}, on the server: a Connect client has no JVM to hold a
+ * transaction in). Requests and answers are JSON, so both callers speak one protocol. A staged
+ * transaction waits here, by its request id, until its commit or abandon; a repeated stage request
+ * gets the first answer.
+ */
+public final class DeltaTxn {
+  private DeltaTxn() {}
+
+  /** The app id a successor's fence commits and every guarded transaction reads. */
+  public static final String FENCE_APP = "temporal_joins.fence";
+
+  private static final String[] CONFLICTS = {
+    "ConcurrentTransactionException", "ConcurrentAppendException",
+    "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
+    "MetadataChangedException", "ProtocolChangedException", "ConcurrentWriteException"};
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Map<String, Staged> STAGED = new ConcurrentHashMap<>();
+  private static final Map<String, String> ANSWERED = new ConcurrentHashMap<>();
+
+  private static final class Staged {
+    final SparkSession spark;
+    final DeltaLog log;
+    final OptimisticTransaction txn;
+    final List<FileAction> adds;
+    final List<Action> removes = new ArrayList<>();
+    final JsonNode request;
+
+    Staged(SparkSession spark, DeltaLog log, OptimisticTransaction txn, List<FileAction> adds,
+           JsonNode request) {
+      this.spark = spark;
+      this.log = log;
+      this.txn = txn;
+      this.adds = adds;
+      this.request = request;
+    }
+  }
+
+  /**
+   * Stage {@code data} for the table at request.path. Request: id, path, mode ("append" or
+   * "overwrite"), partitionBy, replace ({column: [values]} or null: the whole table), appId and
+   * appVersion (or null), expected (the version a guarded write must start from, or null),
+   * guarded, skipEmpty, message. Answer: state "staged" (with files), "skipped" (the app
+   * transaction is done), "empty", "conflict" (the guard failed) or "outside" (a row outside the
+   * replaced partitions).
+   */
+  public static String stage(SparkSession spark, Dataset<?> data, String request) throws IOException {
+    JsonNode req = JSON.readTree(request);
+    String id = req.get("id").asText();
+    String before = ANSWERED.get(id);
+    if (before != null) {
+      return before;
+    }
+    String answer = doStage(spark, data, req, id);
+    ANSWERED.put(id, answer);
+    return answer;
+  }
+
+  private static String doStage(SparkSession spark, Dataset<?> data, JsonNode req, String id) {
+    DeltaLog log = DeltaLog.forTable(spark, req.get("path").asText());
+    OptimisticTransaction txn = log.startTransaction();
+    boolean guarded = req.path("guarded").asBoolean(false);
+    if (guarded) {
+      long expected = req.get("expected").asLong();
+      if (txn.readVersion() != expected) {
+        return state("conflict").put("message", "expected the table at version " + expected
+            + " but it is at " + txn.readVersion()).toString();
+      }
+      // Any commit after this one's start that adds or removes files, changes metadata or
+      // fences the table now fails this commit.
+      txn.readWholeTable();
+      doneVersion(txn, FENCE_APP);
+    }
+    JsonNode appId = req.path("appId");
+    if (!appId.isNull() && !appId.isMissingNode()
+        && doneVersion(txn, appId.asText()) >= req.get("appVersion").asLong()) {
+      return state("skipped").toString();
+    }
+    List<FileAction> adds = new ArrayList<>(CollectionConverters.asJava(txn.writeFiles(data)));
+    Staged staged = new Staged(spark, log, txn, adds, req);
+    boolean overwrite = "overwrite".equals(req.path("mode").asText("append"));
+    if (adds.isEmpty() && !overwrite && req.path("skipEmpty").asBoolean(false)) {
+      return state("empty").toString();
+    }
+    JsonNode replace = req.path("replace");
+    boolean partial = replace.isObject();
+    for (FileAction add : adds) {
+      Map<String, String> values = partitionValues(add);
+      String outside = partial ? outside(values, replace) : null;
+      if (outside != null) {
+        delete(staged);
+        return state("outside").put("column", outside).put("value", values.get(outside))
+            .toString();
+      }
+    }
+    if (overwrite) {
+      txn.readWholeTable();  // a concurrent change to what is replaced conflicts
+      long now = System.currentTimeMillis();
+      for (AddFile file : currentFiles(txn)) {
+        if (!partial || outside(partitionValues(file), replace) == null) {
+          staged.removes.add(file.removeWithTimestamp(now, true));
+        }
+      }
+    }
+    STAGED.put(id, staged);
+    ObjectNode answer = state("staged");
+    ArrayNode files = answer.putArray("files");
+    for (FileAction add : adds) {
+      ObjectNode file = files.addObject();
+      file.put("path", add.path());
+      file.set("partition", JSON.valueToTree(partitionValues(add)));
+      file.put("rows", rows((AddFile) add));
+    }
+    return answer.toString();
+  }
+
+  /**
+   * Commit a staged write. Answer: state "committed" with the version, "conflict" with the
+   * exception's name (another commit won; the files are removed), or "failed" with the error
+   * (landed or not, the log cannot say here: the files stay for vacuum_orphans).
+   */
+  public static String commit(String id) {
+    Staged staged = take(id);
+    JsonNode req = staged.request;
+    List<Action> actions = new ArrayList<>(staged.adds);
+    actions.addAll(staged.removes);
+    JsonNode appId = req.path("appId");
+    long now = System.currentTimeMillis();
+    if (!appId.isNull() && !appId.isMissingNode()) {
+      actions.add(new SetTransaction(appId.asText(), req.get("appVersion").asLong(),
+          Option.apply((Object) now)));
+    }
+    boolean overwrite = "overwrite".equals(req.path("mode").asText("append"));
+    List<String> partitionBy = new ArrayList<>();
+    req.path("partitionBy").forEach(c -> partitionBy.add(c.asText()));
+    JsonNode message = req.path("message");
+    try {
+      long version = staged.txn.commit(
+          CollectionConverters.asScala(actions).toList(),
+          write(overwrite ? SaveMode.Overwrite : SaveMode.Append,
+              partitionBy.isEmpty() ? Option.empty()
+                  : Option.apply(CollectionConverters.asScala(partitionBy).toList()),
+              message.isTextual() ? message.asText() : null));
+      return state("committed").put("version", version).toString();
+    } catch (RuntimeException e) {
+      String conflict = conflictName(e);
+      if (conflict == null) {
+        return state("failed").put("message", String.valueOf(e)).toString();
+      }
+      delete(staged);
+      return state("conflict").put("conflict", conflict).toString();
+    }
+  }
+
+  /** Give a staged write up: its files are removed, nothing is committed. */
+  public static String abandon(String id) {
+    Staged staged = STAGED.remove(id);
+    if (staged != null) {
+      delete(staged);
+    }
+    return state("abandoned").toString();
+  }
+
+  /**
+   * Commit the fence's app transaction (nothing else): every guarded transaction begun before it
+   * then fails at its commit. Answer: the new version.
+   */
+  public static String fence(SparkSession spark, String path, String message) {
+    OptimisticTransaction txn = DeltaLog.forTable(spark, path).startTransaction();
+    long now = System.currentTimeMillis();
+    long version = Math.max(doneVersion(txn, FENCE_APP) + 1, now);
+    List<Action> actions = List.of(new SetTransaction(FENCE_APP, version, Option.apply((Object) now)));
+    long committed = txn.commit(CollectionConverters.asScala(actions).toList(),
+        write(SaveMode.Append, Option.empty(), message));
+    return state("committed").put("version", committed).toString();
+  }
+
+  /**
+   * The app id's last committed version as of the transaction's snapshot (-1: none), from the
+   * version checksum when it carries the app transactions: delta-spark's own txnVersion replays
+   * the log in three Spark jobs (docs/lake.md). The app id is registered as read, so a concurrent
+   * commit of it fails this transaction.
+   */
+  static long doneVersion(OptimisticTransaction txn, String appId) {
+    Option<VersionChecksum> checksum = txn.snapshot().checksumOpt();
+    if (checksum.isEmpty() || checksum.get().setTransactions().isEmpty()) {
+      return txn.txnVersion(appId);
+    }
+    txn.readTxn().addOne(appId);
+    long done = -1;
+    for (SetTransaction entry : CollectionConverters.asJava(checksum.get().setTransactions().get())) {
+      if (entry.appId().equals(appId)) {
+        done = Math.max(done, entry.version());
+      }
+    }
+    return done;
+  }
+
+  /** The snapshot's files: from the checksum when it lists them (small tables), else its state. */
+  private static List<AddFile> currentFiles(OptimisticTransaction txn) {
+    Option<VersionChecksum> checksum = txn.snapshot().checksumOpt();
+    if (!checksum.isEmpty() && !checksum.get().allFiles().isEmpty()) {
+      return CollectionConverters.asJava(checksum.get().allFiles().get());
+    }
+    return CollectionConverters.asJava(txn.filterFiles());
+  }
+
+  private static String outside(Map<String, String> values, JsonNode replace) {
+    for (Map.Entry<String, JsonNode> allowed : (Iterable<Map.Entry<String, JsonNode>>)
+        replace::fields) {
+      String value = values.get(allowed.getKey());
+      boolean found = false;
+      for (JsonNode candidate : allowed.getValue()) {
+        if (candidate.isNull() ? value == null : candidate.asText().equals(value)) {
+          found = true;
+          break;
+        }
+      }
+      if (!found) {
+        return allowed.getKey();
+      }
+    }
+    return null;
+  }
+
+  private static Map<String, String> partitionValues(FileAction add) {
+    Map<String, String> values = new HashMap<>();
+    scala.collection.Iterator<Tuple2<String, String>> entries = add.partitionValues().iterator();
+    while (entries.hasNext()) {
+      Tuple2<String, String> entry = entries.next();
+      values.put(entry._1(), entry._2());
+    }
+    return values;
+  }
+
+  private static long rows(AddFile add) {
+    if (add.stats() == null) {
+      return 0;
+    }
+    try {
+      return JSON.readTree(add.stats()).path("numRecords").asLong(0);
+    } catch (IOException e) {
+      return 0;
+    }
+  }
+
+  private static void delete(Staged staged) {
+    for (FileAction add : staged.adds) {
+      try {
+        // The checksummed local file system removes its `.crc` sidecar with the file.
+        Path file = new Path(staged.log.dataPath(), new Path(new URI(add.path())));
+        FileSystem fs = file.getFileSystem(staged.log.newDeltaHadoopConf());
+        fs.delete(file, false);
+      } catch (Exception e) {
+        System.err.println("temporal-joins: could not remove uncommitted file " + add.path()
+            + ": " + e);
+      }
+    }
+    staged.adds.clear();
+  }
+
+  private static Staged take(String id) {
+    Staged staged = STAGED.remove(id);
+    if (staged == null) {
+      throw new IllegalStateException("no staged write " + id + " in this process: it was "
+          + "committed or abandoned already, or staged by another Spark driver");
+    }
+    return staged;
+  }
+
+  static String conflictName(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      String text = t.getClass().getName() + ": " + t.getMessage();
+      for (String name : CONFLICTS) {
+        if (text.contains(name)) {
+          return name;
+        }
+      }
+    }
+    return null;
+  }
+
+  private static DeltaOperations.Write write(SaveMode mode,
+      Option<scala.collection.immutable.Seq<String>> partitionBy, String message) {
+    return new DeltaOperations.Write(mode, partitionBy, Option.empty(), Option.apply(message),
+        Option.empty(), Option.empty(), Option.empty(), Option.empty(), Option.empty());
+  }
+
+  private static ObjectNode state(String state) {
+    return JSON.createObjectNode().put("state", state);
+  }
+}
