@@ -20,7 +20,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from joins.lake import txn_tables, txn_write
+from joins.lake import txn_write
 from joins.lake.location import TableLocation
 from joins.lake.read import read_delta
 from joins.lake.table import delta_version, table_exists
@@ -53,7 +53,7 @@ def remove_leftovers(spark: SparkSession, paths: Sequence[str], *, writer: str,
         fenced_at = dt.datetime.now(dt.UTC) - _MTIME_SLACK
         if txn_write.use_delta_spark(spark):
             # A guarded delta-spark transaction reads the fence's app id: this fails it.
-            txn_tables.fence(spark, TableLocation.of(path), writer)
+            txn_write.fence(spark, TableLocation.of(path), writer)
         else:
             write_delta(read_delta(spark, path).limit(0), path, mode="append",
                         expected_version=version,

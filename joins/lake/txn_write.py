@@ -27,7 +27,6 @@ The guarantees, on what Delta checks itself:
 from __future__ import annotations
 
 import json
-import logging
 import os
 import uuid
 from dataclasses import dataclass
@@ -41,17 +40,12 @@ from joins.spark.connect import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql import types as T
 
-log = logging.getLogger(__name__)
+    from joins.lake.schema import WritePlan
 
 WRITER_ENV = "TJ_DELTA_WRITER"
 # The app id a successor's fence commits and every guarded transaction reads (DeltaTxn.FENCE_APP).
 FENCE_APP = "temporal_joins.fence"
-_CONFLICTS = ("ConcurrentTransactionException", "ConcurrentAppendException",
-              "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
-              "MetadataChangedException", "ProtocolChangedException",
-              "ConcurrentWriteException")
 
 
 def use_delta_spark(spark: SparkSession) -> bool:
@@ -76,6 +70,9 @@ class TxnWrite:
             # Landed or not, the log cannot say here: the files stay for vacuum_orphans.
             raise LakeError(f"{self.loc}: commit failed ({answer['message']}); its files stay for "
                             "vacuum_orphans")
+        if state == "skipped":     # it lost a creation race to the same app transaction
+            self.added = []
+            return CommitInfo(version=None, skipped=True, files=0, rows=0)
         if state == "conflict":
             self.added = []
             if self.app_txn is not None and app_txn_committed(self.loc, self.app_txn):
@@ -104,6 +101,11 @@ def call(spark: SparkSession, operation: str, request: str,
         from joins.lake.txn_connect import call_plugin
 
         return json.loads(call_plugin(spark, operation, request, data))
+    from joins.spark.jvm import unavailable_reason
+
+    reason = unavailable_reason(spark)
+    if reason is not None:
+        raise LakeError(f"{WRITER_ENV}=delta-spark needs the engine's JVM classes: {reason}")
     jvm = spark._jvm
     assert jvm is not None
     txn = jvm.temporaljoins.DeltaTxn
@@ -124,31 +126,30 @@ def app_txn_committed(loc: TableLocation, app_txn: AppTxn) -> bool:
     return done is not None and done >= app_txn.version
 
 
-def conflict_name(exc: Exception) -> str | None:
-    text = str(exc)
-    return next((name for name in _CONFLICTS if name in text), None)
-
-
-def stage(data: DataFrame, loc: TableLocation, partition_by: list[str],
-          new_columns: list[T.StructField],
+def stage(data: DataFrame, loc: TableLocation, plan: WritePlan,
           replace: dict[str, set[str]] | None, *, mode: str, app_txn: AppTxn | None,
           commit_message: str | None, expected_version: int | None, found_version: int | None,
-          exclusive: bool, skip_empty: bool) -> TxnWrite | CommitInfo:
-    """`write_delta`'s first half on a delta-spark transaction, for a table that exists
-    (`data`: the table's columns, checked as `write.py` prepares them). A CommitInfo when
-    nothing is left to commit."""
+          exclusive: bool, skip_empty: bool,
+          configuration: dict[str, str] | None) -> TxnWrite | CommitInfo:
+    """`write_delta`'s first half on a delta-spark transaction (`data`: the table's columns,
+    checked as `write.py` prepares them; `found_version` None: the write creates the table, as
+    version 0 of the same transaction). A CommitInfo when nothing is left to commit."""
     spark = data.sparkSession
     guarded = expected_version is not None or exclusive
-    expected = expected_version if expected_version is not None else found_version
-    if new_columns:
+    if expected_version is not None:
+        expected = expected_version
+    else:
+        expected = found_version if found_version is not None else -1
+    if plan.new_columns:
         if guarded:
             raise LakeError(f"{loc}: a version-guarded write cannot add columns "
-                            f"({[f.name for f in new_columns]}); nothing was committed")
-        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in new_columns)
+                            f"({[f.name for f in plan.new_columns]}); nothing was committed")
+        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in plan.new_columns)
         spark.sql(f"ALTER TABLE delta.`{loc.spark_path()}` ADD COLUMNS ({columns})")
     request_id = str(uuid.uuid4())
     request = {
-        "id": request_id, "path": loc.spark_path(), "mode": mode, "partitionBy": partition_by,
+        "id": request_id, "path": loc.spark_path(), "mode": mode, "partitionBy": plan.partition_by,
+        "schema": plan.schema.json(), "configuration": configuration or {},
         "replace": None if replace is None else {c: sorted(v) for c, v in replace.items()},
         "appId": None if app_txn is None else app_txn.app_id,
         "appVersion": None if app_txn is None else app_txn.version,
@@ -171,3 +172,11 @@ def stage(data: DataFrame, loc: TableLocation, partition_by: list[str],
                         "committed")
     added = [(unquote(f["path"]), f["partition"], int(f["rows"])) for f in answer["files"]]
     return TxnWrite(loc, spark, request_id, added, app_txn=app_txn, guarded=guarded)
+
+
+def fence(spark: SparkSession, loc: TableLocation, writer: str) -> int:
+    """Commit the fence's app transaction (nothing else): every guarded transaction begun
+    before it then fails at its commit. Returns the new version."""
+    message = f"{writer}: fence before removing the files of a write that never committed"
+    answer = call(spark, "fence", json.dumps({"path": loc.spark_path(), "message": message}))
+    return int(answer["version"])

@@ -30,7 +30,7 @@ import pyarrow as pa
 from pyspark.sql import types as T
 
 from joins.lake import commit as _commit
-from joins.lake import txn_tables, txn_write
+from joins.lake import txn_write
 from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.finish import already_committed, commit_or_clean, remove_quietly
 from joins.lake.location import TableLocation
@@ -117,6 +117,11 @@ class StagedWrite:
     schema_mode: SchemaMode = "enforce"
     txn: txn_write.TxnWrite | None = None   # staged on a delta-spark transaction instead
 
+    @property
+    def pending(self) -> bool:
+        """Whether files wait for this write's commit (or abandon)."""
+        return self.request is not None or self.txn is not None
+
     def commit(self) -> CommitInfo:
         if self.txn is not None:
             txn, self.txn = self.txn, None
@@ -164,16 +169,11 @@ def stage_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
                                         what="replace_partitions")
                if replace_partitions is not None else None)
     if txn_write.use_delta_spark(df.sparkSession):
-        data = _prepared(df, plan)
-        if snap is None:
-            return StagedWrite(loc, None, txn_tables.create(
-                data, loc, plan.partition_by, dict(configuration) if configuration else None,
-                app_txn=app_txn, commit_message=commit_message,
-                guarded=expected_version is not None or exclusive))
         staged = txn_write.stage(
-            data, loc, plan.partition_by, plan.new_columns, replace, mode=mode, app_txn=app_txn,
+            _prepared(df, plan), loc, plan, replace, mode=mode, app_txn=app_txn,
             commit_message=commit_message, expected_version=expected_version,
-            found_version=snap.version, exclusive=exclusive, skip_empty=skip_empty)
+            found_version=None if snap is None else snap.version, exclusive=exclusive,
+            skip_empty=skip_empty, configuration=dict(configuration) if configuration else None)
         if isinstance(staged, CommitInfo):
             return StagedWrite(loc, None, staged)
         return StagedWrite(loc, None, schema_mode=schema_mode, txn=staged)

@@ -27,6 +27,8 @@ from joins.lake import (
     vacuum_orphans,
     write_delta,
 )
+from joins.lake.txn_write import WRITER_ENV
+from joins.lake.write import StagedWrite
 from tests.lake.conftest import events, files_on_disk
 
 pytestmark = pytest.mark.spark
@@ -103,10 +105,10 @@ def test_crash_before_commit_leaves_table_unchanged_and_orphans_vacuumable(
     write_delta(events(spark, DAY1), table, partition_by=["event_date"], app_txn=AppTxn("j", 1))
     before_disk, before_rows = files_on_disk(table), ids(read_delta(spark, table))
 
-    def crash(_request: Any) -> None:
-        raise Crash
+    def crash(_staged: Any) -> None:
+        raise Crash     # the process dies between writing the files and committing them
 
-    monkeypatch.setattr(lake_commit, "commit_files", crash)
+    monkeypatch.setattr(StagedWrite, "commit", crash)
     with pytest.raises(Crash):
         write_delta(events(spark, DAY2 + DAY3), table, app_txn=AppTxn("j", 2))
     monkeypatch.undo()
@@ -128,6 +130,10 @@ def test_crash_before_commit_leaves_table_unchanged_and_orphans_vacuumable(
     assert ids(read_delta(spark, table)) == [1, 2, 3, 4, 5]
 
 
+@pytest.mark.skipif(os.environ.get(WRITER_ENV) == "delta-spark",
+                    reason="the delta-rs writer's own commit step; on delta-spark a commit that "
+                           "fails but not by a conflict leaves its files for vacuum_orphans "
+                           "(the log cannot say whether it landed)")
 def test_failed_commit_cleans_up_its_own_files(spark, table: str, monkeypatch) -> None:
     write_delta(events(spark, DAY1), table, partition_by=["event_date"])
     before = files_on_disk(table)

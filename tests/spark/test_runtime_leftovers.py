@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from joins import lake
-from joins.lake import commit as lake_commit
 from joins.lake import write as lake_write
 from joins.operators.table_table_join.spark_replay import ReplayLake
 from tests.spark.test_table_table_crash import snapshot
@@ -62,14 +61,14 @@ def test_a_micro_batch_that_died_inside_its_output_commit_is_cleaned_by_the_next
     replay = lake_after_first(spark, tmp_path / "crashed")
     output = Path(replay.join_root) / "output"
     before = data_files(output)
-    real = lake_commit.commit_files
+    real = lake_write.StagedWrite.commit
 
-    def die_on_output(req: Any) -> None:
-        if req.loc.uri.endswith("/output"):
-            raise Died("killed between placing the output's files and committing them")
-        real(req)
+    def die_on_output(staged: lake_write.StagedWrite) -> Any:
+        if staged.loc.uri.endswith("/output") and staged.pending:
+            raise Died("killed between writing the output's files and committing them")
+        return real(staged)
 
-    monkeypatch.setattr(lake_commit, "commit_files", die_on_output)
+    monkeypatch.setattr(lake_write.StagedWrite, "commit", die_on_output)
     with pytest.raises(Died):
         replay.run()
     monkeypatch.undo()
@@ -99,23 +98,24 @@ def test_a_paused_writer_fenced_by_its_successor_commits_nothing(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = str(tmp_path / "t")
     lake.write_delta(spark.createDataFrame([(1, "a")], "k long, v string"), path)
-    real = lake_write._spark_write
+    real = lake_write.StagedWrite.commit
 
-    def successor_fences_meanwhile(df: Any, plan: Any, loc: Any, staging: str) -> None:
-        real(df, plan, loc, staging)
-        # The successor's fence (an empty commit) lands while this writer is "paused".
-        monkeypatch.setattr(lake_write, "_spark_write", real)
-        version = lake.delta_version(path)
-        lake.write_delta(lake.read_delta(spark, path).limit(0), path, expected_version=version,
-                         commit_message="successor: fence")
+    def successor_fences_meanwhile(staged: lake_write.StagedWrite) -> Any:
+        # The writer's files are written, its commit pending: it is "paused" here, its lease
+        # expires, and its successor fences the table before removing leftovers.
+        monkeypatch.setattr(lake_write.StagedWrite, "commit", real)
+        lake.remove_leftovers(spark, [path], writer="successor", before_commit=lambda: None)
+        return real(staged)
 
-    monkeypatch.setattr(lake_write, "_spark_write", successor_fences_meanwhile)
+    monkeypatch.setattr(lake_write.StagedWrite, "commit", successor_fences_meanwhile)
     with pytest.raises(lake.ConcurrentCommitError):
         lake.write_delta(spark.createDataFrame([(2, "b")], "k long, v string"), path,
                          app_txn=lake.AppTxn("join.output", 3), exclusive=True)
     monkeypatch.undo()
     assert sorted(tuple(r) for r in lake.read_delta(spark, path).collect()) == [(1, "a")]
     assert lake.txn_version(path, "join.output") is None
+    assert fence_messages(path) == [
+        "successor: fence before removing the files of a write that never committed"]
     assert lake.vacuum_orphans(path, older_than=dt.timedelta(0), dry_run=True) == []
 
 

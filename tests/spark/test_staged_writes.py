@@ -33,7 +33,7 @@ def test_a_staged_write_changes_nothing_until_committed(spark: Any, tmp_path: Pa
     lake.write_delta(spark.createDataFrame([(1, "a")], "k long, v string"), str(path))
     staged = lake.stage_delta(spark.createDataFrame([(2, "b")], "k long, v string"), str(path),
                               exclusive=True)
-    assert staged.request is not None and lake.delta_version(str(path)) == 0
+    assert staged.pending and lake.delta_version(str(path)) == 0
     assert sorted(lake.read_delta(spark, str(path)).collect()) == [(1, "a")]
     info = lake.write_delta(staged, str(path))
     assert info.version == 1 and info.rows == 1

@@ -81,7 +81,7 @@ def test_the_fence_fails_a_paused_writer(spark: Any, tmp_path: Path) -> None:
     """A writer staged under its lease, paused past it; its successor fences before removing
     leftovers: the paused commit fails instead of landing."""
     from joins.lake.location import TableLocation
-    from joins.lake.txn_tables import fence
+    from joins.lake.txn_write import fence
 
     path = tmp_path / "t"
     lake.write_delta(spark.createDataFrame([(1, "a", D1)], SCHEMA), str(path))

@@ -76,7 +76,8 @@ public final class DeltaTxn {
 
   /**
    * Stage {@code data} for the table at request.path. Request: id, path, mode ("append" or
-   * "overwrite"), partitionBy, replace ({column: [values]} or null: the whole table), appId and
+   * "overwrite"), partitionBy, schema and configuration (for a table this write creates, as its
+   * version 0), replace ({column: [values]} or null: the whole table), appId and
    * appVersion (or null), expected (the version a guarded write must start from, or null),
    * guarded, skipEmpty, message. Answer: state "staged" (with files), "skipped" (the app
    * transaction is done), "empty", "conflict" (the guard failed) or "outside" (a row outside the
@@ -114,8 +115,17 @@ public final class DeltaTxn {
         && doneVersion(txn, appId.asText()) >= req.get("appVersion").asLong()) {
       return state("skipped").toString();
     }
+    if (txn.readVersion() < 0) {
+      txn.updateMetadataForNewTable(newTable(req));
+    }
+    long started = System.currentTimeMillis();
     List<FileAction> adds = new ArrayList<>(CollectionConverters.asJava(txn.writeFiles(data)));
     Staged staged = new Staged(spark, log, txn, adds, req);
+    if (txn.metadata().partitionColumns().isEmpty()) {
+      java.util.Set<String> added = new java.util.HashSet<>();
+      adds.forEach(add -> added.add(add.path()));
+      removeEmptyFirstFile(log, added, started);
+    }
     boolean overwrite = "overwrite".equals(req.path("mode").asText("append"));
     if (adds.isEmpty() && !overwrite && req.path("skipEmpty").asBoolean(false)) {
       return state("empty").toString();
@@ -175,7 +185,8 @@ public final class DeltaTxn {
     try {
       long version = staged.txn.commit(
           CollectionConverters.asScala(actions).toList(),
-          write(overwrite ? SaveMode.Overwrite : SaveMode.Append,
+          write(staged.txn.readVersion() < 0 ? SaveMode.ErrorIfExists
+              : overwrite ? SaveMode.Overwrite : SaveMode.Append,
               partitionBy.isEmpty() ? Option.empty()
                   : Option.apply(CollectionConverters.asScala(partitionBy).toList()),
               message.isTextual() ? message.asText() : null));
@@ -185,9 +196,60 @@ public final class DeltaTxn {
       if (conflict == null) {
         return state("failed").put("message", String.valueOf(e)).toString();
       }
+      if (staged.txn.readVersion() < 0 && !req.path("guarded").asBoolean(false)) {
+        String appended = appendToWinner(staged, actions);
+        if (appended != null) {
+          return appended;
+        }
+      }
       delete(staged);
       return state("conflict").put("conflict", conflict).toString();
     }
+  }
+
+  /**
+   * A creation that lost to another writer's: append the same files to the winner's table when
+   * it has this write's schema and partitioning (two first writes of one table both land),
+   * nothing when this write's app transaction is there already. Null: a conflict after all.
+   */
+  private static String appendToWinner(Staged staged, List<Action> actions) {
+    OptimisticTransaction txn = staged.log.startTransaction();
+    var ours = staged.txn.metadata();
+    var theirs = txn.metadata();
+    if (!theirs.schema().equals(ours.schema())
+        || !theirs.partitionColumns().equals(ours.partitionColumns())) {
+      return null;
+    }
+    JsonNode appId = staged.request.path("appId");
+    if (!appId.isNull() && !appId.isMissingNode()
+        && doneVersion(txn, appId.asText()) >= staged.request.get("appVersion").asLong()) {
+      delete(staged);
+      return state("skipped").toString();
+    }
+    try {
+      long version = txn.commit(CollectionConverters.asScala(actions).toList(),
+          write(SaveMode.Append, Option.empty(), null));
+      return state("committed").put("version", version).toString();
+    } catch (RuntimeException e) {
+      return null;
+    }
+  }
+
+  /** The metadata of a table this write creates: request.schema (Spark's JSON), partitionBy,
+   * configuration (table properties). */
+  private static org.apache.spark.sql.delta.actions.Metadata newTable(JsonNode req) {
+    List<String> partitionBy = new ArrayList<>();
+    req.path("partitionBy").forEach(c -> partitionBy.add(c.asText()));
+    Map<String, String> configuration = new HashMap<>();
+    req.path("configuration").fields().forEachRemaining(e ->
+        configuration.put(e.getKey(), e.getValue().asText()));
+    return new org.apache.spark.sql.delta.actions.Metadata(
+        java.util.UUID.randomUUID().toString(), null, null,
+        new org.apache.spark.sql.delta.actions.Format("parquet",
+            scala.collection.immutable.Map$.MODULE$.empty()),
+        req.get("schema").asText(), CollectionConverters.asScala(partitionBy).toList(),
+        scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(configuration)),
+        Option.apply((Object) System.currentTimeMillis()));
   }
 
   /** Give a staged write up: its files are removed, nothing is committed. */
@@ -295,6 +357,38 @@ public final class DeltaTxn {
       }
     }
     staged.adds.clear();
+  }
+
+  /**
+   * An unpartitioned write whose first task had no rows wrote an empty file (Spark's writer
+   * keeps one file with the schema), which Delta leaves out of the commit: remove it, or every
+   * small batch would leave one orphan in the table's folder. Only files of no rows written
+   * since this write began are candidates: never a file any commit can reference.
+   */
+  private static void removeEmptyFirstFile(DeltaLog log, java.util.Set<String> added,
+                                           long started) {
+    try {
+      Path root = log.dataPath();
+      var conf = log.newDeltaHadoopConf();
+      FileSystem fs = root.getFileSystem(conf);
+      for (org.apache.hadoop.fs.FileStatus file : fs.listStatus(root,
+          p -> p.getName().startsWith("part-00000-") && p.getName().endsWith(".parquet"))) {
+        if (file.getModificationTime() + 2000 < started || added.contains(file.getPath().getName())) {
+          continue;
+        }
+        var input = org.apache.parquet.hadoop.util.HadoopInputFile.fromStatus(file, conf);
+        long rows;
+        try (var reader = org.apache.parquet.hadoop.ParquetFileReader.open(input)) {
+          rows = reader.getRecordCount();
+        }
+        if (rows == 0) {
+          fs.delete(file.getPath(), false);
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      System.err.println("temporal-joins: could not look for an empty first file in "
+          + log.dataPath() + ": " + e);
+    }
   }
 
   private static Staged take(String id) {
