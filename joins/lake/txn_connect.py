@@ -28,7 +28,7 @@ def call_plugin(spark: SparkSession, operation: str, request: str,
     try:
         rows = ConnectFrame(plan, spark).collect()  # type: ignore[arg-type]
     except PySparkException as exc:
-        if "extension" in str(exc).lower() and "not supported" in str(exc).lower():
+        if "NO_HANDLER_FOR_EXTENSION" in str(exc):
             raise LakeError("the Spark Connect server has no temporal-joins Delta writer: start it "
                             "with joins.spark.server (spark.connect.extensions.relation.classes="
                             "temporaljoins.TxnPlugin and the engine's jar)") from exc

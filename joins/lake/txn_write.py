@@ -18,8 +18,8 @@ The guarantees, on what Delta checks itself:
   three Spark jobs, docs/lake.md) and the app id is registered as read, so a concurrent commit of
   it fails this one (`ConcurrentTransactionException`); without a checksum, `txnVersion`.
 - `expected_version` / `exclusive`: the transaction's read version must be the one expected, and
-  it reads the whole table and the fence's app id (`FENCE_APP`), so any commit after it began
-  that adds or removes files, changes metadata, or fences (`fence`) fails it.
+  it reads the whole table and the fence's app id (`DeltaTxn.FENCE_APP`), so any commit after it
+  began that adds or removes files, changes metadata, or fences (`fence`) fails it.
 - Partition replacement: the matching files (from the checksum's file list, else the snapshot)
   are removed in the same commit; every written file must fall in the replaced partitions.
 """
@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     from joins.lake.schema import WritePlan
 
 WRITER_ENV = "TJ_DELTA_WRITER"
-# The app id a successor's fence commits and every guarded transaction reads (DeltaTxn.FENCE_APP).
-FENCE_APP = "temporal_joins.fence"
 
 
 def use_delta_spark(spark: SparkSession) -> bool:

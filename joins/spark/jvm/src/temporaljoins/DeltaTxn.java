@@ -54,7 +54,14 @@ public final class DeltaTxn {
 
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Map<String, Staged> STAGED = new ConcurrentHashMap<>();
-  private static final Map<String, String> ANSWERED = new ConcurrentHashMap<>();
+  /** The last stage answers by request id, for a request planned twice (bounded: LRU). */
+  private static final Map<String, String> ANSWERED = java.util.Collections.synchronizedMap(
+      new java.util.LinkedHashMap<>(256, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+          return size() > 1024;
+        }
+      });
 
   private static final class Staged {
     final SparkSession spark;
