@@ -174,6 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=int(os.environ.get("TJ_CONNECT_PORT", DEFAULT_PORT)))
     parser.add_argument("--log-dir", type=Path, default=Path("var/spark-connect"))
     args = parser.parse_args(argv)
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # The server runs in a session of its own: a SIGTERM to this launcher must stop it too.
+    signal.signal(signal.SIGTERM, stop)
     with LocalConnectServer(log_dir=args.log_dir, port=args.port) as server:
         print(f"Spark Connect server at {server.url} (log {server.log_path}); Ctrl-C stops it",
               flush=True)

@@ -13,7 +13,7 @@ import org.apache.spark.sql.connect.plugin.RelationPlugin;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.sparkproject.connect.protobuf.Any;
-import org.sparkproject.connect.protobuf.InvalidProtocolBufferException;
+import org.sparkproject.connect.protobuf.CodedInputStream;
 
 /**
  * {@link DeltaTxn} for Spark Connect clients, on the Connect server
@@ -25,6 +25,7 @@ import org.sparkproject.connect.protobuf.InvalidProtocolBufferException;
  */
 public final class TxnPlugin implements RelationPlugin {
   public static final String PREFIX = "temporaljoins.txn:";
+  private static final int RECURSION_LIMIT = 4096;
 
   @Override
   public Optional<LogicalPlan> transform(byte[] bytes, SparkConnectPlanner planner) {
@@ -34,9 +35,13 @@ public final class TxnPlugin implements RelationPlugin {
       if (!any.is(Hint.class)) {
         return Optional.empty();
       }
-      hint = any.unpack(Hint.class);
-    } catch (InvalidProtocolBufferException e) {
-      return Optional.empty();
+      // A micro-batch's plan nests deeper than protobuf's default limit of 100 levels; the
+      // server parses its own messages with spark.connect.grpc.marshallerRecursionLimit.
+      CodedInputStream input = any.getValue().newCodedInput();
+      input.setRecursionLimit(RECURSION_LIMIT);
+      hint = Hint.parseFrom(input);
+    } catch (java.io.IOException e) {
+      throw new IllegalArgumentException("temporal-joins: cannot read a relation extension", e);
     }
     if (!hint.getName().startsWith(PREFIX)) {
       return Optional.empty();
