@@ -35,10 +35,15 @@ MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 # The session settings delta-spark needs: its SQL (DELETE/UPDATE/MERGE, time travel) and its
 # catalog. Delta replays a table's log in a Spark job of 50 partitions by default; a micro-batch's
 # tables have small logs (checkpoints every 10 commits), where 50 tasks cost more than the replay.
+# Each commit's version checksum lists the table's files up to a threshold (50 by default); above
+# it, a partition replacement's file list is a replay of the log, Spark jobs: on a table of 1.4k
+# files a one-day replacement took 0.82 s, 0.21 s with the list in the checksum, appends alike
+# (0.33 s) with a checksum of 470 KB. Above 5,000 files the checksum would pass ~3 MB per commit.
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.databricks.delta.allFilesInCrc.thresholdNumFiles": "5000",
 }
 
 
