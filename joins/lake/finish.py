@@ -17,7 +17,7 @@ from joins.lake import commit as _commit
 from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.location import TableLocation
 from joins.lake.log import commit_info, records_txn
-from joins.lake.model import AppTxn, CommitInfo
+from joins.lake.model import AppTxn, CommitInfo, Partitions, partitions_of
 from joins.lake.schema import SchemaMode, plan_write
 from joins.lake.table import Snapshot, open_snapshot
 
@@ -71,9 +71,8 @@ def commit_or_clean(request: _commit.CommitRequest, *, schema_mode: SchemaMode) 
                       partitions=_partitions(files))
 
 
-def _partitions(files: Sequence[_commit.StagedFile]) -> tuple[tuple[tuple[str, str | None], ...], ...]:
-    return tuple(sorted({tuple(sorted(f.partition_values.items())) for f in files},
-                        key=lambda p: [(k, v or "") for k, v in p]))
+def _partitions(files: Sequence[_commit.StagedFile]) -> Partitions:
+    return partitions_of(f.partition_values for f in files)
 
 
 def committed_write(path: str | os.PathLike[str], app_txn: AppTxn) -> CommitInfo | None:

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from joins.lake.errors import LakeError, UnsupportedTableError
 from joins.lake.location import DELTA_LOG, TableLocation
-from joins.lake.model import AppTxn, CommitInfo
+from joins.lake.model import AppTxn, CommitInfo, partitions_of
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?\.parquet$")
@@ -45,9 +45,8 @@ def commit_info(loc: TableLocation, version: int, *, skipped: bool) -> CommitInf
     """What commit `version` added: its files, their rows (from the statistics) and partitions."""
     adds = [a["add"] for a in commit_actions(loc, version) if "add" in a]
     rows = sum(int(json.loads(a["stats"]).get("numRecords", 0)) for a in adds if a.get("stats"))
-    parts = {tuple(sorted((a.get("partitionValues") or {}).items())) for a in adds}
     return CommitInfo(version=version, skipped=skipped, files=len(adds), rows=rows,
-                      partitions=tuple(sorted(parts, key=lambda p: [(k, v or "") for k, v in p])))
+                      partitions=partitions_of(a.get("partitionValues") or {} for a in adds))
 
 
 def commit_time(loc: TableLocation, version: int) -> dt.datetime | None:

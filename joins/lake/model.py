@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+# Distinct partition values of a write's files: ((column, Delta partition value), ...) each.
+Partitions = tuple[tuple[tuple[str, str | None], ...], ...]
 
 
 @dataclass(frozen=True)
@@ -41,11 +45,19 @@ class CommitInfo:
     files: int
     rows: int
     # Not part of equality: two commits of the same rows are the same outcome.
-    partitions: tuple[tuple[tuple[str, str | None], ...], ...] = field(default=(), compare=False)
+    partitions: Partitions = field(default=(), compare=False)
 
     def partition_values(self, column: str) -> tuple[str, ...]:
         """The sorted distinct values of one partition column among the added files."""
         return tuple(sorted({dict(p).get(column) for p in self.partitions} - {None}))  # type: ignore[arg-type]
+
+
+
+def partitions_of(values: Iterable[Mapping[str, str | None]]) -> Partitions:
+    """CommitInfo.partitions of files with these partition values: distinct, sorted (a null
+    value sorts as an empty string)."""
+    distinct = {tuple(sorted(v.items())) for v in values}
+    return tuple(sorted(distinct, key=lambda p: [(k, v or "") for k, v in p]))
 
 
 @dataclass(frozen=True)

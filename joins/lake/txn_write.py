@@ -35,7 +35,7 @@ from urllib.parse import unquote
 
 from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.location import TableLocation
-from joins.lake.model import AppTxn, CommitInfo
+from joins.lake.model import AppTxn, CommitInfo, partitions_of
 from joins.spark.connect import is_connect
 
 if TYPE_CHECKING:
@@ -81,10 +81,9 @@ class TxnWrite:
                                             "committed")
             raise LakeError(f"{self.loc}: commit failed ({answer['conflict']}), nothing was "
                             "written")
-        parts = {tuple(sorted(p.items())) for _, p, _ in self.added}
         return CommitInfo(version=int(answer["version"]), skipped=False, files=len(self.added),
                           rows=sum(rows for _, _, rows in self.added),
-                          partitions=tuple(sorted(parts, key=lambda p: [(k, v or "") for k, v in p])))
+                          partitions=partitions_of(p for _, p, _ in self.added))
 
     def abandon(self) -> None:
         call(self.spark, "abandon", self.request_id)
@@ -111,17 +110,16 @@ def call(spark: SparkSession, operation: str, request: str,
         assert data is not None
         return json.loads(txn.stage(spark._jsparkSession, data._jdf, request))
     if operation == "fence":
-        fence = json.loads(request)
-        return json.loads(txn.fence(spark._jsparkSession, fence["path"], fence["message"]))
+        return json.loads(txn.fence(spark._jsparkSession, request))
     return json.loads(getattr(txn, operation)(request))
 
 
 def app_txn_committed(loc: TableLocation, app_txn: AppTxn) -> bool:
+    from joins.lake.finish import already_committed
     from joins.lake.table import open_snapshot
 
     snap = open_snapshot(loc, missing_ok=True)
-    done = None if snap is None else snap.txn_version(app_txn.app_id)
-    return done is not None and done >= app_txn.version
+    return snap is not None and already_committed(snap, app_txn)
 
 
 def stage(data: DataFrame, loc: TableLocation, plan: WritePlan,

@@ -19,13 +19,11 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.delta.DeltaLog;
 import org.apache.spark.sql.delta.DeltaOperations;
 import org.apache.spark.sql.delta.OptimisticTransaction;
-import org.apache.spark.sql.delta.VersionChecksum;
 import org.apache.spark.sql.delta.actions.Action;
 import org.apache.spark.sql.delta.actions.AddFile;
 import org.apache.spark.sql.delta.actions.FileAction;
 import org.apache.spark.sql.delta.actions.SetTransaction;
 import scala.Option;
-import scala.Tuple2;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -115,11 +113,9 @@ public final class DeltaTxn {
       // Any commit after this one's start that adds or removes files, changes metadata or
       // fences the table now fails this commit.
       txn.readWholeTable();
-      doneVersion(txn, FENCE_APP);
+      DeltaFiles.doneVersion(txn, FENCE_APP);
     }
-    JsonNode appId = req.path("appId");
-    if (!appId.isNull() && !appId.isMissingNode()
-        && doneVersion(txn, appId.asText()) >= req.get("appVersion").asLong()) {
+    if (appTxnDone(txn, req)) {
       return state("skipped").toString();
     }
     if (txn.readVersion() < 0) {
@@ -131,17 +127,17 @@ public final class DeltaTxn {
     if (txn.metadata().partitionColumns().isEmpty()) {
       java.util.Set<String> added = new java.util.HashSet<>();
       adds.forEach(add -> added.add(add.path()));
-      removeEmptyFirstFile(log, added, started);
+      DeltaFiles.removeEmptyFirstFile(log, added, started);
     }
-    boolean overwrite = "overwrite".equals(req.path("mode").asText("append"));
+    boolean overwrite = overwrite(req);
     if (adds.isEmpty() && !overwrite && req.path("skipEmpty").asBoolean(false)) {
       return state("empty").toString();
     }
     JsonNode replace = req.path("replace");
     boolean partial = replace.isObject();
     for (FileAction add : adds) {
-      Map<String, String> values = partitionValues(add);
-      String outside = partial ? outside(values, replace) : null;
+      Map<String, String> values = DeltaFiles.partitionValues(add);
+      String outside = partial ? DeltaFiles.outside(values, replace) : null;
       if (outside != null) {
         delete(staged);
         return state("outside").put("column", outside).put("value", values.get(outside))
@@ -151,8 +147,8 @@ public final class DeltaTxn {
     if (overwrite) {
       txn.readWholeTable();  // a concurrent change to what is replaced conflicts
       long now = System.currentTimeMillis();
-      for (AddFile file : currentFiles(txn)) {
-        if (!partial || outside(partitionValues(file), replace) == null) {
+      for (AddFile file : DeltaFiles.currentFiles(txn)) {
+        if (!partial || DeltaFiles.outside(DeltaFiles.partitionValues(file), replace) == null) {
           staged.removes.add(file.removeWithTimestamp(now, true));
         }
       }
@@ -163,8 +159,8 @@ public final class DeltaTxn {
     for (FileAction add : adds) {
       ObjectNode file = files.addObject();
       file.put("path", add.path());
-      file.set("partition", JSON.valueToTree(partitionValues(add)));
-      file.put("rows", rows((AddFile) add));
+      file.set("partition", JSON.valueToTree(DeltaFiles.partitionValues(add)));
+      file.put("rows", DeltaFiles.rows((AddFile) add));
     }
     return answer.toString();
   }
@@ -179,21 +175,18 @@ public final class DeltaTxn {
     JsonNode req = staged.request;
     List<Action> actions = new ArrayList<>(staged.adds);
     actions.addAll(staged.removes);
-    JsonNode appId = req.path("appId");
-    long now = System.currentTimeMillis();
-    if (!appId.isNull() && !appId.isMissingNode()) {
-      actions.add(new SetTransaction(appId.asText(), req.get("appVersion").asLong(),
-          Option.apply((Object) now)));
+    String appId = appId(req);
+    if (appId != null) {
+      actions.add(new SetTransaction(appId, req.get("appVersion").asLong(),
+          Option.apply((Object) System.currentTimeMillis())));
     }
-    boolean overwrite = "overwrite".equals(req.path("mode").asText("append"));
-    List<String> partitionBy = new ArrayList<>();
-    req.path("partitionBy").forEach(c -> partitionBy.add(c.asText()));
+    List<String> partitionBy = strings(req.path("partitionBy"));
     JsonNode message = req.path("message");
     try {
       long version = staged.txn.commit(
           CollectionConverters.asScala(actions).toList(),
           write(staged.txn.readVersion() < 0 ? SaveMode.ErrorIfExists
-              : overwrite ? SaveMode.Overwrite : SaveMode.Append,
+              : overwrite(req) ? SaveMode.Overwrite : SaveMode.Append,
               partitionBy.isEmpty() ? Option.empty()
                   : Option.apply(CollectionConverters.asScala(partitionBy).toList()),
               message.isTextual() ? message.asText() : null));
@@ -227,9 +220,7 @@ public final class DeltaTxn {
         || !theirs.partitionColumns().equals(ours.partitionColumns())) {
       return null;
     }
-    JsonNode appId = staged.request.path("appId");
-    if (!appId.isNull() && !appId.isMissingNode()
-        && doneVersion(txn, appId.asText()) >= staged.request.get("appVersion").asLong()) {
+    if (appTxnDone(txn, staged.request)) {
       delete(staged);
       return state("skipped").toString();
     }
@@ -245,8 +236,7 @@ public final class DeltaTxn {
   /** The metadata of a table this write creates: request.schema (Spark's JSON), partitionBy,
    * configuration (table properties). */
   private static org.apache.spark.sql.delta.actions.Metadata newTable(JsonNode req) {
-    List<String> partitionBy = new ArrayList<>();
-    req.path("partitionBy").forEach(c -> partitionBy.add(c.asText()));
+    List<String> partitionBy = strings(req.path("partitionBy"));
     Map<String, String> configuration = new HashMap<>();
     req.path("configuration").fields().forEachRemaining(e ->
         configuration.put(e.getKey(), e.getValue().asText()));
@@ -270,85 +260,18 @@ public final class DeltaTxn {
 
   /**
    * Commit the fence's app transaction (nothing else): every guarded transaction begun before it
-   * then fails at its commit. Answer: the new version.
+   * then fails at its commit. Request: path, message. Answer: the new version.
    */
-  public static String fence(SparkSession spark, String path, String message) {
-    OptimisticTransaction txn = DeltaLog.forTable(spark, path).startTransaction();
+  public static String fence(SparkSession spark, String request) throws IOException {
+    JsonNode req = JSON.readTree(request);
+    OptimisticTransaction txn = DeltaLog.forTable(spark, req.get("path").asText())
+        .startTransaction();
     long now = System.currentTimeMillis();
-    long version = Math.max(doneVersion(txn, FENCE_APP) + 1, now);
+    long version = Math.max(DeltaFiles.doneVersion(txn, FENCE_APP) + 1, now);
     List<Action> actions = List.of(new SetTransaction(FENCE_APP, version, Option.apply((Object) now)));
     long committed = txn.commit(CollectionConverters.asScala(actions).toList(),
-        write(SaveMode.Append, Option.empty(), message));
+        write(SaveMode.Append, Option.empty(), req.get("message").asText()));
     return state("committed").put("version", committed).toString();
-  }
-
-  /**
-   * The app id's last committed version as of the transaction's snapshot (-1: none), from the
-   * version checksum when it carries the app transactions: delta-spark's own txnVersion replays
-   * the log in three Spark jobs (docs/lake.md). The app id is registered as read, so a concurrent
-   * commit of it fails this transaction.
-   */
-  static long doneVersion(OptimisticTransaction txn, String appId) {
-    Option<VersionChecksum> checksum = txn.snapshot().checksumOpt();
-    if (checksum.isEmpty() || checksum.get().setTransactions().isEmpty()) {
-      return txn.txnVersion(appId);
-    }
-    txn.readTxn().addOne(appId);
-    long done = -1;
-    for (SetTransaction entry : CollectionConverters.asJava(checksum.get().setTransactions().get())) {
-      if (entry.appId().equals(appId)) {
-        done = Math.max(done, entry.version());
-      }
-    }
-    return done;
-  }
-
-  /** The snapshot's files: from the checksum when it lists them (small tables), else its state. */
-  private static List<AddFile> currentFiles(OptimisticTransaction txn) {
-    Option<VersionChecksum> checksum = txn.snapshot().checksumOpt();
-    if (!checksum.isEmpty() && !checksum.get().allFiles().isEmpty()) {
-      return CollectionConverters.asJava(checksum.get().allFiles().get());
-    }
-    return CollectionConverters.asJava(txn.filterFiles());
-  }
-
-  private static String outside(Map<String, String> values, JsonNode replace) {
-    for (Map.Entry<String, JsonNode> allowed : (Iterable<Map.Entry<String, JsonNode>>)
-        replace::fields) {
-      String value = values.get(allowed.getKey());
-      boolean found = false;
-      for (JsonNode candidate : allowed.getValue()) {
-        if (candidate.isNull() ? value == null : candidate.asText().equals(value)) {
-          found = true;
-          break;
-        }
-      }
-      if (!found) {
-        return allowed.getKey();
-      }
-    }
-    return null;
-  }
-
-  private static Map<String, String> partitionValues(FileAction add) {
-    Map<String, String> values = new HashMap<>();
-    scala.collection.Iterator<Tuple2<String, String>> entries = add.partitionValues().iterator();
-    while (entries.hasNext()) {
-      Tuple2<String, String> entry = entries.next();
-      values.put(entry._1(), entry._2());
-    }
-    return values;
-  }
-
-  private static long rows(AddFile add) {
-    if (add.stats() == null) {
-      return 0;
-    }
-    try {
-      return JSON.readTree(add.stats()).path("numRecords").asLong(0);
-    } catch (IOException e) {
-      return 0;
-    }
   }
 
   private static void delete(Staged staged) {
@@ -366,36 +289,25 @@ public final class DeltaTxn {
     staged.adds.clear();
   }
 
-  /**
-   * An unpartitioned write whose first task had no rows wrote an empty file (Spark's writer
-   * keeps one file with the schema), which Delta leaves out of the commit: remove it, or every
-   * small batch would leave one orphan in the table's folder. Only files of no rows written
-   * since this write began are candidates: never a file any commit can reference.
-   */
-  private static void removeEmptyFirstFile(DeltaLog log, java.util.Set<String> added,
-                                           long started) {
-    try {
-      Path root = log.dataPath();
-      var conf = log.newDeltaHadoopConf();
-      FileSystem fs = root.getFileSystem(conf);
-      for (org.apache.hadoop.fs.FileStatus file : fs.listStatus(root,
-          p -> p.getName().startsWith("part-00000-") && p.getName().endsWith(".parquet"))) {
-        if (file.getModificationTime() + 2000 < started || added.contains(file.getPath().getName())) {
-          continue;
-        }
-        var input = org.apache.parquet.hadoop.util.HadoopInputFile.fromStatus(file, conf);
-        long rows;
-        try (var reader = org.apache.parquet.hadoop.ParquetFileReader.open(input)) {
-          rows = reader.getRecordCount();
-        }
-        if (rows == 0) {
-          fs.delete(file.getPath(), false);
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      System.err.println("temporal-joins: could not look for an empty first file in "
-          + log.dataPath() + ": " + e);
-    }
+  private static String appId(JsonNode req) {
+    JsonNode appId = req.path("appId");
+    return appId.isTextual() ? appId.asText() : null;
+  }
+
+  /** Whether the request's app transaction is committed as of the transaction's snapshot. */
+  private static boolean appTxnDone(OptimisticTransaction txn, JsonNode req) {
+    String appId = appId(req);
+    return appId != null && DeltaFiles.doneVersion(txn, appId) >= req.get("appVersion").asLong();
+  }
+
+  private static boolean overwrite(JsonNode req) {
+    return "overwrite".equals(req.path("mode").asText("append"));
+  }
+
+  private static List<String> strings(JsonNode array) {
+    List<String> out = new ArrayList<>();
+    array.forEach(item -> out.add(item.asText()));
+    return out;
   }
 
   private static Staged take(String id) {

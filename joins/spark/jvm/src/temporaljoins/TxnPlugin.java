@@ -58,7 +58,7 @@ public final class TxnPlugin implements RelationPlugin {
             Dataset.ofRows(session, planner.transformRelation(hint.getInput())), request);
         case "commit" -> DeltaTxn.commit(request);
         case "abandon" -> DeltaTxn.abandon(request);
-        case "fence" -> fence(session, request);
+        case "fence" -> DeltaTxn.fence(session, request);
         default -> throw new IllegalArgumentException("unknown operation " + operation);
       };
     } catch (java.io.IOException e) {
@@ -67,10 +67,5 @@ public final class TxnPlugin implements RelationPlugin {
     StructType schema = new StructType().add("answer", DataTypes.StringType, false);
     List<Row> rows = List.of(RowFactory.create(answer));
     return Optional.of(session.createDataFrame(rows, schema).logicalPlan());
-  }
-
-  private static String fence(SparkSession session, String request) throws java.io.IOException {
-    var req = new com.fasterxml.jackson.databind.ObjectMapper().readTree(request);
-    return DeltaTxn.fence(session, req.get("path").asText(), req.get("message").asText());
   }
 }
