@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -101,6 +102,32 @@ def session_jars() -> list[Path]:
     return jar_paths() + ([engine] if engine is not None else [])
 
 
+# Hadoop's local file system forks `chmod` and `readlink` without its native library (pip's
+# pyspark has none): a dozen processes per Delta commit on a local table.
+# temporaljoins.LocalFileSystem (joins/spark/jvm) does the same through java.nio.
+LOCAL_FS_CONF = {
+    "spark.hadoop.fs.file.impl": "temporaljoins.LocalFileSystem",
+    "spark.hadoop.fs.AbstractFileSystem.file.impl": "temporaljoins.LocalFs",
+}
+
+
+def local_fs_conf(jars: list[Path], conf: Mapping[str, str]) -> dict[str, str]:
+    """The shell-free local file system for a local master, where the engine's jar is built
+    (else, or where `conf` names another file system, Hadoop's own).
+
+    spark-submit opens the jars it is given through this very file system, before spark.jars
+    reaches any class loader: the class goes on the JVM's own class path, and with it the jars
+    its neighbours in the engine's jar need (delta-spark's). A cluster's executors would need
+    the jar at one path on every machine, so a cluster keeps Hadoop's."""
+    from joins.spark.jvm import jar_path
+
+    if jar_path() is None or any(k in conf for k in LOCAL_FS_CONF):
+        return {}
+    path = os.pathsep.join([*filter(None, [conf.get("spark.driver.extraClassPath")]),
+                            *map(str, jars)])
+    return {**LOCAL_FS_CONF, "spark.driver.extraClassPath": path}
+
+
 def get_spark(settings: SparkSettings | None = None) -> SparkSession:
     """The process-wide session, built on first use. Later calls with other settings get the
     same session (a JVM hosts one); pass settings on the first call."""
@@ -127,7 +154,10 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
         if settings.remote is None:
             # spark.jars also ships them to a cluster's executors.
             jars = [conf["spark.jars"]] if conf.get("spark.jars") else []
-            conf["spark.jars"] = ",".join(jars + [str(p) for p in session_jars()])
+            own = session_jars()
+            conf["spark.jars"] = ",".join(jars + [str(p) for p in own])
+            if settings.master.startswith("local"):
+                conf.update(local_fs_conf(own, conf))
         for key, value in conf.items():
             builder = builder.config(key, value)
         session = builder.getOrCreate()

@@ -1,9 +1,12 @@
 """What the shared session does beyond Spark's defaults, checked on the session itself: JVM
-class names resolved once (joins/spark/names.py) and frames cut into at most the configured
-number of tasks before a write or a checkpoint (joins/spark/frames.py)."""
+class names resolved once (joins/spark/names.py), frames cut into at most the configured
+number of tasks before a write or a checkpoint (joins/spark/frames.py), and the local file
+system without a shell (temporaljoins.LocalFileSystem, joins/spark/session.py)."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +56,38 @@ def test_a_frame_the_caller_partitioned_keeps_its_partitions(spark: Any, tmp_pat
     files = {n: lake.table_summary(str(tmp_path / n)) for n in ("one", "three")}
     assert files["one"] is not None and files["one"].files == 1
     assert files["three"] is not None and files["three"].files == 3
+
+
+def test_the_local_file_system_sets_permissions_and_reads_links_without_a_shell(
+        spark: Any, tmp_path: Path) -> None:
+    jvm = SparkContext._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    hpath = jvm.org.apache.hadoop.fs.Path
+    fs = hpath(f"file://{tmp_path}").getFileSystem(conf)
+    assert fs.getClass().getName() == "temporaljoins.LocalFileSystem"
+    context = jvm.org.apache.hadoop.fs.FileContext.getFileContext(conf)
+    assert context.getDefaultFileSystem().getClass().getName() == "temporaljoins.LocalFs"
+
+    target = tmp_path / "data.txt"
+    out = fs.create(hpath(f"file://{target}"), True)
+    out.write(b"x")
+    out.close()
+    fs.setPermission(hpath(f"file://{target}"),
+                     jvm.org.apache.hadoop.fs.permission.FsPermission.createImmutable(0o640))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert fs.getFileStatus(hpath(f"file://{target}")).getLen() == 1
+
+    link = tmp_path / "link"
+    os.symlink(target, link)
+    status = fs.getFileLinkStatus(hpath(f"file://{link}"))
+    assert status.isSymlink() and status.getSymlink().toString() == str(target)
+    assert fs.getLinkTarget(hpath(f"file://{link}")).toString() == str(target)
+    assert not fs.getFileLinkStatus(hpath(f"file://{target}")).isSymlink()
+    target.unlink()   # a dangling link is still a link
+    assert fs.getFileLinkStatus(hpath(f"file://{link}")).isSymlink()
+
+    # FileContext's rename (Delta's log store commits so) asks both link statuses.
+    (tmp_path / "a").write_text("a")
+    no_options = spark.sparkContext._gateway.new_array(jvm.org.apache.hadoop.fs.Options.Rename, 0)
+    context.rename(hpath(f"file://{tmp_path}/a"), hpath(f"file://{tmp_path}/b"), no_options)
+    assert (tmp_path / "b").read_text() == "a" and not (tmp_path / "a").exists()
