@@ -1,10 +1,9 @@
-"""Benchmark: the project's Delta writer (`joins.lake.write_delta`: Spark tasks write Parquet into
-a staging folder, the driver places the files and commits with delta-rs) against delta-spark's
-own writer (`DataFrame.write.format("delta")`: tasks write into the table, the driver commits
-through delta-spark's log) and Spark's plain `DataFrame.write.parquet` (no table at all).
+"""Benchmark: the project's Delta writer (`joins.lake.write_delta`: a delta-spark transaction
+held in the JVM, `temporaljoins.DeltaTxn`, with the runtime's checks and its app transaction)
+against delta-spark's `DataFrame.write.format("delta")` and Spark's plain
+`DataFrame.write.parquet` (no table at all).
 
-Two questions, one run (issue 26, point 6: old and new measured side by side before the old
-path goes):
+Two questions, one run:
 
 - **Throughput**: one write of `--rows` generated rows (id long, amount double, name string,
   event_date date as the partition column) into a new table, best of `--repeat`, methods
@@ -12,10 +11,10 @@ path goes):
   lists files and commits, so it must not grow with the row count.
 - **Latency** of what a micro-batch does: `--appends` successive appends of `--small` rows into
   one table that already holds `--history` commits, median and min-max per method, with and
-  without an app transaction (the idempotent write every runtime commit is), and the project's
-  writer on delta-spark's transaction (`ours-spark`: `TJ_DELTA_WRITER=delta-spark`,
-  joins/lake/txn_write.py). The first append of each table is reported apart (cold: the writer
-  reads the table's log for the first time).
+  without an app transaction (the idempotent write every runtime commit is). The first append
+  of each table is reported apart (cold: the writer reads the table's log for the first time).
+  (The project's earlier writer, Parquet staged by Spark and committed by delta-rs, was measured
+  against this one before it was removed: bench/README.md.)
 
     .venv/bin/python -m bench.delta_write --rows 1m,10m --small 100,10k --appends 10 --history 50
 
@@ -48,9 +47,8 @@ RESULTS = Path(__file__).parent / "results" / "delta_write.json"
 METHODS = ("parquet", "ours", "delta-spark")
 # "+txn": with an app transaction (the idempotent write every runtime commit is); "+replace":
 # an overwrite of one event day (a backfill's partition replacement, a state table's rewrite).
-# "ours-spark": the project's writer on delta-spark's transaction (TJ_DELTA_WRITER=delta-spark).
 APPEND_METHODS = ("ours", "ours+txn", "ours+replace", "delta-spark", "delta-spark+txn",
-                  "delta-spark+replace", "ours-spark+txn", "ours-spark+replace")
+                  "delta-spark+replace")
 FIRST_DAY = dt.date(2024, 1, 1)
 
 
@@ -103,17 +101,14 @@ def write(method: str, df: DataFrame, path: str, txn: tuple[str, int] | None = N
     """One write by `method`: an append (a new table on the first), or with `replace` an
     overwrite of the first event day (every row of `df` must fall in it)."""
     from joins import lake
-    from joins.lake.txn_write import WRITER_ENV
 
     if method == "parquet":
         df.write.mode("append").partitionBy("event_date").parquet(path)
-    elif method.startswith("ours"):
-        os.environ[WRITER_ENV] = "delta-spark" if method == "ours-spark" else "delta-rs"
+    elif method == "ours":
         info = lake.write_delta(df, path, partition_by=["event_date"],
                                 mode="overwrite" if replace else "append",
                                 replace_partitions={"event_date": [FIRST_DAY]} if replace else None,
                                 app_txn=lake.AppTxn(*txn) if txn else None)
-        os.environ.pop(WRITER_ENV)
         if info.version is None:
             raise SystemExit(f"write_delta committed nothing to {path}")
     else:

@@ -28,9 +28,9 @@ table's history narrowed to each batch's keys instead of held from batch to batc
 table is too large to hold whole: its window is held (joins.asof.window), and every batch's
 lookups lie within it.
 
---writers delta-rs,delta-spark runs every size once per Delta writer of the runtime
-(TJ_DELTA_WRITER; issue 26: old and new side by side while both exist); with delta-spark the
-floor reads the table and appends its answer through delta-spark too.
+The floor reads the table and appends its answer through delta-spark, as the runtime writes.
+(The runtime's earlier delta-rs writer was measured against this one, each with its floor,
+before it was removed: bench/README.md.)
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ from typing import TYPE_CHECKING, Any
 
 from bench.floor_step import FloorJob
 from joins.asof import HELD_MAX_ROWS
-from joins.lake.txn_write import WRITER_ENV
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -73,7 +72,6 @@ class SizeResult:
     history: int
     batch: int
     keys: int
-    writer: str   # the runtime's Delta writer (TJ_DELTA_WRITER); the floor writes alike
     times_s: list[float] = field(default_factory=list)
     floor_s: list[float] = field(default_factory=list)
     cold_s: list[float] = field(default_factory=list)  # the first batches, apart
@@ -162,8 +160,8 @@ def _events(spark: SparkSession, n: int, keys: int, *, first_seq: int, t_start: 
 
 
 def run_size(spark: SparkSession, history: int, *, batch: int, runs: int, cold: int,
-             table_updates: int, workdir: Path, held_max_rows: int = HELD_MAX_ROWS,
-             writer: str = "delta-rs") -> SizeResult:
+             table_updates: int, workdir: Path,
+             held_max_rows: int = HELD_MAX_ROWS) -> SizeResult:
     from joins.lake import write_delta
     from joins.operators.stream_table_join.spark_incremental import JoinPaths, run_microbatch
 
@@ -175,13 +173,12 @@ def run_size(spark: SparkSession, history: int, *, batch: int, runs: int, cold: 
     stream = str(run_dir / "stream")
     paths = JoinPaths(str(run_dir / "join"))
     spec = _spec()
-    result = SizeResult(history=history, batch=batch, keys=keys, writer=writer)
+    result = SizeResult(history=history, batch=batch, keys=keys)
     phases: dict[str, list[float]] = {}
     t_next = T0_MS + SPAN_MS
     seq = 0
     next_arrival = history
-    floor = FloorJob(spark, stream, str(table), str(run_dir / "floor"),
-                     delta_spark=writer == "delta-spark")
+    floor = FloorJob(spark, stream, str(table), str(run_dir / "floor"), delta_spark=True)
     for n in range(cold + runs):
         if table_updates:
             write_delta(_update_rows(spark, table_updates, keys, first_id=next_arrival,
@@ -202,7 +199,7 @@ def run_size(spark: SparkSession, history: int, *, batch: int, runs: int, cold: 
             floor_s, floor_rows = floor.batch()
         label = f"cold {n + 1}" if n < cold else f"#{n - cold + 1}"
         shown = "  ".join(f"{k} {v:.2f}" for k, v in report.timings.items())
-        print(f"{writer:<11} history {history:>10,}  batch {batch:>6,} {label}: {elapsed:6.2f} s (floor "
+        print(f"history {history:>10,}  batch {batch:>6,} {label}: {elapsed:6.2f} s (floor "
               f"{floor_s:5.2f} s)  rows out {report.rows_out:,} (floor {floor_rows:,})  | {shown}",
               flush=True)
         if n < cold:
@@ -264,8 +261,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--held-max-rows", type=int, default=HELD_MAX_ROWS,
                         help="run_microbatch's held_max_rows (default: its own; 0 = the table's "
                              "history is never held, each batch narrows it to its keys)")
-    parser.add_argument("--writers", default="delta-rs",
-                        help="the runtime's Delta writers to compare (delta-rs,delta-spark)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where to save the results")
     args = parser.parse_args(argv)
     sizes = [int(s.replace("_", "")) for s in args.history.split(",") if s]
@@ -280,24 +275,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for b in batches:
             for h in sizes:
-                for writer in args.writers.split(","):
-                    os.environ[WRITER_ENV] = writer
-                    results.append(run_size(spark, h, batch=b, runs=args.runs, cold=args.cold,
-                                            table_updates=args.table_updates, workdir=workdir,
-                                            held_max_rows=args.held_max_rows, writer=writer))
+                results.append(run_size(spark, h, batch=b, runs=args.runs, cold=args.cold,
+                                        table_updates=args.table_updates, workdir=workdir,
+                                        held_max_rows=args.held_max_rows))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"\n{'writer':<11} {'batch':>7} {'history':>12} {'median s':>9} {'min-max':>10} {'floor s':>8} "
+    print(f"\n{'batch':>7} {'history':>12} {'median s':>9} {'min-max':>10} {'floor s':>8} "
           f"{'min-max':>10} {'/floor':>7} {'/smallest':>9} {'cold s':>12} {'floor cold':>12} "
           "wrong/grace/compared answers")
     for r in results:
-        smallest = next(x for x in results
-                        if x.batch == r.batch and x.writer == r.writer).median_s
+        smallest = next(x for x in results if x.batch == r.batch).median_s
         assert r.median_s is not None and r.floor_median_s is not None and smallest
         r.ratio_to_smallest = round(r.median_s / smallest, 3)
         cold = "/".join(f"{x:.2f}" for x in r.cold_s)
         floor_cold = "/".join(f"{x:.2f}" for x in r.floor_cold_s)
-        print(f"{r.writer:<11} {r.batch:>7,} {r.history:>12,} {r.median_s:>9.2f} {_spread(r.times_s):>10} "
+        print(f"{r.batch:>7,} {r.history:>12,} {r.median_s:>9.2f} {_spread(r.times_s):>10} "
               f"{r.floor_median_s:>8.2f} {_spread(r.floor_s):>10} {r.ratio_to_floor:>7.2f} "
               f"{r.ratio_to_smallest:>9.2f} {cold:>12} {floor_cold:>12} "
               f"{r.answers_wrong}/{r.answers_newer}/{r.answers_checked}")

@@ -1,7 +1,8 @@
 """Delta Lake I/O for Spark. A table that needs a Delta reader (deletion vectors, column
 mapping) and the change data feed are read by delta-spark; other tables, and the rows a range
-of appends added, from their files; writes are Parquet files Spark writes and delta-rs (the
-`deltalake` package) commits. This package is the only
+of appends added, from their files; Spark writes are delta-spark transactions (files written
+by Spark tasks straight into the table, one commit); delta-rs (the `deltalake` package) reads
+logs and snapshots and writes small metadata tables without Spark. This package is the only
 place in the project that imports `deltalake`.
 
     read_delta / read_changes      Delta table (version, timestamp, increment) -> DataFrame

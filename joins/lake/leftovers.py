@@ -1,17 +1,17 @@
 """Files a crashed writer left behind: written for a commit that never landed.
 
-`write_delta` stages a write's files in the table directory before its commit; a writer killed
-in between leaves them (`_staging/...` or already moved into place), invisible to readers but
-taking space. The next run of the same ingest source or join removes them, under its lease.
+`write_delta` has Spark tasks write a write's files into the table directory before its
+commit; a writer killed in between leaves them, invisible to readers but taking space. The
+next run of the same ingest source or join removes them, under its lease.
 
 The lease makes that run the only live writer, but not the only possible one: a previous
 holder paused past its lease's expiry may wake up and commit files it staged. So before
-deleting, the run makes an empty "fence" commit to the table. Every writer that can leave
-leftovers commits version-guarded (`expected_version`, or `exclusive`: exactly the version
-after the snapshot it planned against), so the paused writer's commit then fails instead of
-committing files that no longer exist. Only files older than the fence are removed: a file
-written after it belongs to a write that planned against the fenced version, which may still
-commit it.
+deleting, the run commits a "fence" to the table (an app transaction of its own, nothing
+else). Every writer that can leave leftovers commits version-guarded (`expected_version`, or
+`exclusive`), and a guarded transaction reads the fence's app id, so the paused writer's
+commit then fails instead of committing files that no longer exist. Only files older than the
+fence are removed: a file written after it belongs to a write that planned against the fenced
+version, which may still commit it.
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ from typing import TYPE_CHECKING
 
 from joins.lake import txn_write
 from joins.lake.location import TableLocation
-from joins.lake.read import read_delta
-from joins.lake.table import delta_version, table_exists
+from joins.lake.table import table_exists
 from joins.lake.vacuum import vacuum_orphans
-from joins.lake.write import write_delta
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -48,17 +46,8 @@ def remove_leftovers(spark: SparkSession, paths: Sequence[str], *, writer: str,
         if not vacuum_orphans(path, older_than=dt.timedelta(0), dry_run=True):
             continue
         before_commit()
-        version = delta_version(path)
-        assert version is not None
         fenced_at = dt.datetime.now(dt.UTC) - _MTIME_SLACK
-        if txn_write.use_delta_spark(spark):
-            # A guarded delta-spark transaction reads the fence's app id: this fails it.
-            txn_write.fence(spark, TableLocation.of(path), writer)
-        else:
-            write_delta(read_delta(spark, path).limit(0), path, mode="append",
-                        expected_version=version,
-                        commit_message=f"{writer}: fence before removing the files of a write "
-                                       "that never committed")
+        txn_write.fence(spark, TableLocation.of(path), writer)
         older_than = max(dt.timedelta(0), dt.datetime.now(dt.UTC) - fenced_at)
         removed[path] = vacuum_orphans(path, older_than=older_than)
     return removed

@@ -22,7 +22,6 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _SPARK_SCHEMES = {"s3": "s3a"}
 
 DELTA_LOG = "_delta_log"
-STAGING = "_staging"
 
 
 @dataclass(frozen=True)
@@ -95,9 +94,6 @@ class TableLocation:
         absolute = TableLocation.of(decoded).uri
         prefix = self.uri.rstrip("/") + "/"
         return absolute[len(prefix):] if absolute.startswith(prefix) else None
-
-    def staging_dir(self, write_id: str) -> str:
-        return f"{STAGING}/{write_id}"
 
     def __str__(self) -> str:
         return self.uri

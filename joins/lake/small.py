@@ -7,8 +7,6 @@ table's rows are written by Spark tasks (`write.py`).
 
 from __future__ import annotations
 
-import datetime as dt
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +14,6 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
-from joins.lake.commit import WRITE_ID_KEY
 from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.location import TableLocation
 from joins.lake.model import AppTxn, CommitInfo
@@ -43,8 +40,7 @@ def write_arrow(table: pa.Table, path: str, *, mode: str = "append", app_txn: Ap
         done = existing.transaction_version(app_txn.app_id)
         if done is not None and done >= app_txn.version:
             return CommitInfo(version=None, skipped=True, files=0, rows=0)
-    write_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:12]}"
-    metadata: dict[str, Any] = {WRITE_ID_KEY: write_id}
+    metadata: dict[str, Any] = {}
     if commit_message is not None:
         metadata["userMetadata"] = commit_message
     txns = [Transaction(app_txn.app_id, app_txn.version)] if app_txn is not None else None

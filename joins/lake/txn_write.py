@@ -1,12 +1,11 @@
-"""Writes committed by delta-spark's own transaction (issue 26, point 3), opt-in while the old
-path exists: `TJ_DELTA_WRITER=delta-spark`.
+"""Every Spark write is committed by delta-spark's own transaction (issue 26).
 
-The write keeps `stage_delta`'s two halves. Staging opens a transaction on the table
+A write has `stage_delta`'s two halves. Staging opens a transaction on the table
 (`DeltaLog.startTransaction`) and has Spark tasks write the files straight into the table
 (`writeFiles`: Delta's own writer, statistics and invariants); committing is one
 `OptimisticTransaction.commit` of those files, the replaced files' removals and the app
 transaction. Until then no version references the files (a crash leaves orphans for
-`vacuum_orphans`, as before).
+`vacuum_orphans`).
 
 The transaction lives in the JVM (`temporaljoins.DeltaTxn`, joins/spark/jvm): a classic session
 calls it through py4j, a Spark Connect client through the server's `TxnPlugin` (a relation
@@ -27,7 +26,6 @@ The guarantees, on what Delta checks itself:
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,13 +40,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from joins.lake.schema import WritePlan
-
-WRITER_ENV = "TJ_DELTA_WRITER"
-
-
-def use_delta_spark(spark: SparkSession) -> bool:
-    return os.environ.get(WRITER_ENV, "delta-rs") == "delta-spark"
-
 
 @dataclass
 class TxnWrite:
@@ -102,7 +93,8 @@ def call(spark: SparkSession, operation: str, request: str,
 
     reason = unavailable_reason(spark)
     if reason is not None:
-        raise LakeError(f"{WRITER_ENV}=delta-spark needs the engine's JVM classes: {reason}")
+        raise LakeError(f"writing a Delta table needs the engine's JVM classes (joins/spark/jvm, "
+                        f"built with javac from a JDK 17+): {reason}")
     jvm = spark._jvm
     assert jvm is not None
     txn = jvm.temporaljoins.DeltaTxn

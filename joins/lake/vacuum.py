@@ -1,9 +1,10 @@
 """Removal of orphan files: files in the table directory that no commit references.
 
-A write that dies between writing its files and committing leaves such files (in `_staging/`
-or already moved into place). They are invisible to readers, so this is storage hygiene, not
-correctness. Unlike Delta's VACUUM this never touches files an older version still needs:
-files removed by a commit but referenced by the log stay, so time travel keeps working.
+A write that dies between writing its files and committing leaves such files (this project's
+earlier writer staged them under `_staging/`). They are invisible to readers, so this is
+storage hygiene, not correctness. Unlike Delta's VACUUM this never touches files an older
+version still needs: files removed by a commit but referenced by the log stay, so time travel
+keeps working.
 """
 
 from __future__ import annotations

@@ -1,27 +1,19 @@
-"""Spark DataFrames into Delta tables without collecting rows (Spark writes the files, delta-rs
-commits them; delta-spark's writer is issue 26's next step).
+"""Spark DataFrames into Delta tables without collecting rows, on delta-spark's transaction.
 
-1. Spark tasks write Parquet (partitioned by the table's partition columns) into a staging
-   prefix `_staging/<write id>/` inside the table directory. `_`-prefixed paths are invisible
-   to Delta readers and to Spark's partition discovery.
-2. The driver lists the staging prefix (only this write's files), reads each file's Parquet
-   footer for the Delta statistics, and moves the file to its final place `col=value/...`
-   under the root (a rename on local and HDFS storage). Spark's file names carry the job's
-   UUID, so they never collide with earlier files.
-3. One Delta commit (delta-rs write transaction) adds the files, removes the replaced ones
-   (overwrite) and records the app transaction.
+1. Staging (`stage_delta`): the write's plan (schema rules, partitioning, what a partition
+   replacement removes) is checked on the driver, then a delta-spark transaction is opened on
+   the table and Spark tasks write the files straight into it, with Delta's statistics and
+   invariants (`txn_write.py`; the transaction itself is `temporaljoins.DeltaTxn` in the JVM).
+2. The commit: one Delta commit adds the files, removes the replaced ones and records the app
+   transaction; conflicts are Delta's own checks.
 
-Until step 3 the table is unchanged: moved but uncommitted files are orphans that no version
-references (`vacuum_orphans` removes them). A failed commit cleans up its own files, unless
-it cannot tell whether the commit landed; then it leaves them for `vacuum_orphans`.
+Until the commit the table is unchanged: written but uncommitted files are orphans that no
+version references (`abandon` removes them; after a crash `vacuum_orphans` does).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import logging
 import os
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,13 +21,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from joins.lake import commit as _commit
 from joins.lake import txn_write
 from joins.lake.errors import ConcurrentCommitError, LakeError
-from joins.lake.finish import already_committed, commit_or_clean, remove_quietly
+from joins.lake.finish import already_committed
 from joins.lake.location import TableLocation
 from joins.lake.model import AppTxn, CommitInfo
-from joins.lake.place import check_replaced, place_files
 from joins.lake.read import partition_filter_strings
 from joins.lake.schema import (
     SchemaMode,
@@ -50,8 +40,6 @@ from joins.spark.frames import for_writing
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-log = logging.getLogger(__name__)
 
 _TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
 
@@ -106,43 +94,32 @@ def write_delta(df: DataFrame | pa.Table | StagedWrite, path: str | os.PathLike[
 
 @dataclass
 class StagedWrite:
-    """The first half of `write_delta`: Spark tasks wrote the files and they are in place, but
-    no version references them yet. `commit()` (or `write_delta(staged, path)`) is the second
+    """The first half of `write_delta`: Spark tasks wrote the files into the table, but no
+    version references them yet. `commit()` (or `write_delta(staged, path)`) is the second
     half; `abandon()` removes the files instead. Staging several tables' writes at once and
     committing them one by one keeps the commits in their order while their Spark jobs overlap.
     """
 
     loc: TableLocation
-    request: _commit.CommitRequest | None   # None: nothing to commit (`answer` says why)
+    txn: txn_write.TxnWrite | None       # None: nothing to commit (`answer` says why)
     answer: CommitInfo | None = None
-    schema_mode: SchemaMode = "enforce"
-    txn: txn_write.TxnWrite | None = None   # staged on a delta-spark transaction instead
 
     @property
     def pending(self) -> bool:
         """Whether files wait for this write's commit (or abandon)."""
-        return self.request is not None or self.txn is not None
+        return self.txn is not None
 
     def commit(self) -> CommitInfo:
         if self.txn is not None:
-            txn, self.txn = self.txn, None
+            txn, self.txn = self.txn, None   # committed or abandoned, never both
             self.answer = txn.commit()
-            return self.answer
-        if self.request is None:
-            assert self.answer is not None
-            return self.answer
-        request, self.request = self.request, None  # committed or cleaned, never both
-        self.answer = commit_or_clean(request, schema_mode=self.schema_mode)
+        assert self.answer is not None
         return self.answer
 
     def abandon(self) -> None:
         if self.txn is not None:
-            self.txn.abandon()
-            self.txn = None
-            self.answer = CommitInfo(version=None, skipped=False, files=0, rows=0)
-        if self.request is not None:
-            remove_quietly(self.loc, [f.path for f in self.request.files], None)
-            self.request = None
+            txn, self.txn = self.txn, None
+            txn.abandon()
             self.answer = CommitInfo(version=None, skipped=False, files=0, rows=0)
 
 
@@ -178,40 +155,14 @@ def stage_delta(df: DataFrame, path: str | os.PathLike[str], *, mode: WriteMode 
     replace = (partition_filter_strings(loc, plan.schema, plan.partition_by, replace_partitions,
                                         what="replace_partitions")
                if replace_partitions is not None else None)
-    if txn_write.use_delta_spark(df.sparkSession):
-        staged = txn_write.stage(
-            _prepared(df, plan), loc, plan, replace, mode=mode, app_txn=app_txn,
-            commit_message=commit_message, expected_version=expected_version,
-            found_version=None if snap is None else snap.version, exclusive=exclusive,
-            skip_empty=skip_empty, configuration=configuration)
-        if isinstance(staged, CommitInfo):
-            return StagedWrite(loc, None, staged)
-        return StagedWrite(loc, None, schema_mode=schema_mode, txn=staged)
-    write_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:12]}"
-    staging = loc.staging_dir(write_id)
-    try:
-        _spark_write(df, plan, loc, staging)
-        moved = place_files(loc, staging, plan)
-    except Exception:
-        remove_quietly(loc, [], staging)
-        raise
-    remove_quietly(loc, [], staging)
-    if skip_empty and mode == "append" and not moved:
-        return StagedWrite(loc, None, CommitInfo(version=None, skipped=False, files=0, rows=0))
-    if replace is not None:
-        check_replaced(loc, moved, replace)
-    if expected_version is not None and plan.new_columns:
-        remove_quietly(loc, [f.path for f in moved], None)
-        raise LakeError(f"{loc}: a version-guarded write cannot add columns "
-                        f"({[f.name for f in plan.new_columns]}); nothing was committed")
-    request = _commit.CommitRequest(
-        loc=loc, snapshot=snap, schema=plan.schema, partition_by=plan.partition_by,
-        new_columns=plan.new_columns, files=moved, mode=mode,
-        partition_filters=[(k, "in", sorted(v)) for k, v in sorted(replace.items())]
-        if replace else None,
-        app_txn=app_txn, write_id=write_id, commit_message=commit_message,
-        guarded=expected_version is not None or exclusive, configuration=configuration)
-    return StagedWrite(loc, request, schema_mode=schema_mode)
+    staged = txn_write.stage(
+        _prepared(df, plan), loc, plan, replace, mode=mode, app_txn=app_txn,
+        commit_message=commit_message, expected_version=expected_version,
+        found_version=None if snap is None else snap.version, exclusive=exclusive,
+        skip_empty=skip_empty, configuration=configuration)
+    if isinstance(staged, CommitInfo):
+        return StagedWrite(loc, None, staged)
+    return StagedWrite(loc, staged)
 
 
 def _check_expected(loc: TableLocation, snap: Snapshot | None, expected: int | None) -> None:
@@ -258,16 +209,6 @@ def _prepared(df: DataFrame, plan: WritePlan) -> DataFrame:
         # that is already the table's columns in order, with nothing to check, is written as is.
         data = df.selectExpr(*[_guarded(c, plan) for c in plan.columns])
     return for_writing(data)
-
-
-def _spark_write(df: DataFrame, plan: WritePlan, loc: TableLocation, staging: str) -> None:
-    data = _prepared(df, plan)
-    # "error", not its synonym "errorifexists": the Spark Connect client knows only the former.
-    writer = data.write.mode("error").option(
-        "mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
-    if plan.partition_by:
-        writer = writer.partitionBy(*plan.partition_by)
-    writer.parquet(loc.spark_path(staging))
 
 
 def _guarded(name: str, plan: WritePlan) -> str:

@@ -14,7 +14,6 @@ import pytest
 from deltalake import DeltaTable, Schema
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
-import joins.lake.commit as lake_commit
 from joins.lake import (
     AppTxn,
     LakeError,
@@ -27,7 +26,6 @@ from joins.lake import (
     vacuum_orphans,
     write_delta,
 )
-from joins.lake.txn_write import WRITER_ENV
 from joins.lake.write import StagedWrite
 from tests.lake.conftest import events, files_on_disk
 
@@ -128,23 +126,6 @@ def test_crash_before_commit_leaves_table_unchanged_and_orphans_vacuumable(
     # the retry of the crashed batch commits normally
     assert write_delta(events(spark, DAY2 + DAY3), table, app_txn=AppTxn("j", 2)).version == 1
     assert ids(read_delta(spark, table)) == [1, 2, 3, 4, 5]
-
-
-@pytest.mark.skipif(os.environ.get(WRITER_ENV) == "delta-spark",
-                    reason="the delta-rs writer's own commit step; on delta-spark a commit that "
-                           "fails but not by a conflict leaves its files for vacuum_orphans "
-                           "(the log cannot say whether it landed)")
-def test_failed_commit_cleans_up_its_own_files(spark, table: str, monkeypatch) -> None:
-    write_delta(events(spark, DAY1), table, partition_by=["event_date"])
-    before = files_on_disk(table)
-
-    def fail(_request: Any) -> None:
-        raise RuntimeError("object store said no")
-
-    monkeypatch.setattr(lake_commit, "commit_files", fail)
-    with pytest.raises(LakeError, match="commit failed, nothing was written: object store said no"):
-        write_delta(events(spark, DAY2), table)
-    assert files_on_disk(table) == before and delta_version(table) == 0
 
 
 def test_vacuum_keeps_files_older_versions_need(spark, table: str) -> None:

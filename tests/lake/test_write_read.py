@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -32,7 +31,6 @@ from joins.lake import (
     vacuum_orphans,
     write_delta,
 )
-from joins.lake.txn_write import WRITER_ENV
 from tests.lake.conftest import events, files_on_disk, rows_of
 
 pytestmark = pytest.mark.spark
@@ -243,10 +241,9 @@ def test_not_null_columns_are_checked_in_the_tasks(spark, tmp_path: Path) -> Non
     with pytest.raises(Exception, match="NOT NULL"):
         write_delta(spark.createDataFrame([(None, 2)], "id long, v long"), path)
     assert delta_version(path) == 1
-    if os.environ.get(WRITER_ENV) == "delta-spark":
-        # Its tasks write into the table: a failed job leaves its finished tasks' files (and a
-        # failed task's own cleanup may still be under way), for vacuum_orphans.
-        vacuum_orphans(path, older_than=dt.timedelta(0))
+    # The tasks write into the table: a failed job leaves its finished tasks' files (and a
+    # failed task's own cleanup may still be under way), for vacuum_orphans.
+    vacuum_orphans(path, older_than=dt.timedelta(0))
     # (Hadoop's checksum file beside each file delta-spark's tasks write is not data.)
     assert {f for f in files_on_disk(path) if not f.endswith(".crc")} == set(add_actions(path))
 

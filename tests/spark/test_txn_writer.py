@@ -1,8 +1,7 @@
-"""The delta-spark transaction writer (`TJ_DELTA_WRITER=delta-spark`, joins/lake/txn_write.py),
-in every CI run while it is opt-in: the promises of `write_delta` and `stage_delta` it keeps on
-delta-spark's own transaction (idempotent app transactions read from the version checksum, the
-version guard, the fence of a paused writer, partition replacement), and that its commits are
-delta-spark's (a version checksum beside each)."""
+"""The delta-spark transaction writer (joins/lake/txn_write.py): the promises of `write_delta`
+and `stage_delta` it keeps on delta-spark's own transaction (idempotent app transactions read
+from the version checksum, the version guard, the fence of a paused writer, partition
+replacement), and that its commits are delta-spark's (a version checksum beside each)."""
 
 from __future__ import annotations
 
@@ -13,17 +12,11 @@ from typing import Any
 import pytest
 
 from joins import lake
-from joins.lake.txn_write import WRITER_ENV
 
 pytestmark = pytest.mark.spark
 
 SCHEMA = "k long, v string, day date"
 D1, D2 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
-
-
-@pytest.fixture(autouse=True)
-def _delta_spark_writer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(WRITER_ENV, "delta-spark")
 
 
 def rows(spark: Any, path: Path) -> list[tuple[Any, ...]]:
