@@ -83,16 +83,20 @@ def plugin_conf() -> dict[str, str]:
 
 def server_command(port: int, settings: SparkSettings) -> list[str]:
     """pyspark's start script in the foreground, with the settings a local session would use
-    (the engine's JVM classes on the classpath, everything on 127.0.0.1)."""
-    from joins.spark.session import session_jars
+    (the engine's JVM classes on the classpath, with a local master the local file system
+    without a shell, everything on 127.0.0.1)."""
+    from joins.spark.session import local_fs_conf, session_jars
 
     conf = {k: v for k, v in settings.conf().items() if k != "spark.driver.memory"}
+    jars = session_jars()
+    if settings.master.startswith("local"):
+        conf.update(local_fs_conf(jars, conf))
     conf.update({"spark.connect.grpc.binding.address": "127.0.0.1",
                  "spark.connect.grpc.binding.port": str(port),
                  "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     cmd = [*connect_launcher(), "--master", settings.master,
            "--driver-memory", settings.driver_memory]
-    cmd += ["--jars", ",".join(str(p) for p in session_jars())]
+    cmd += ["--jars", ",".join(str(p) for p in jars)]
     conf.update(plugin_conf())
     for key, value in sorted(conf.items()):
         cmd += ["--conf", f"{key}={value}"]
