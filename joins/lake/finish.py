@@ -17,6 +17,12 @@ def already_committed(snap: Snapshot, app_txn: AppTxn) -> bool:
     return done is not None and done >= app_txn.version
 
 
+def app_txn_committed(loc: TableLocation, app_txn: AppTxn) -> bool:
+    """`already_committed` on the table as it is now (False when there is none)."""
+    snap = open_snapshot(loc, missing_ok=True)
+    return snap is not None and already_committed(snap, app_txn)
+
+
 def committed_write(path: str | os.PathLike[str], app_txn: AppTxn) -> CommitInfo | None:
     """What the commit of `app_txn` added (version, files, rows, partitions); None when no
     commit records it. Searched from the newest version back: the commit a crashed run left is

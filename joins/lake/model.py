@@ -52,7 +52,6 @@ class CommitInfo:
         return tuple(sorted({dict(p).get(column) for p in self.partitions} - {None}))  # type: ignore[arg-type]
 
 
-
 def partitions_of(values: Iterable[Mapping[str, str | None]]) -> Partitions:
     """CommitInfo.partitions of files with these partition values: distinct, sorted (a null
     value sorts as an empty string)."""

@@ -38,10 +38,6 @@ def spark_schema_from_delta_json(schema_json: str) -> T.StructType:
     return T.StructType.fromJson(json.loads(schema_json))
 
 
-def delta_schema_json(schema: T.StructType) -> str:
-    return schema.json()
-
-
 def as_nullable(data_type: T.DataType) -> T.DataType:
     """The type with every nullability flag set and field metadata dropped: what a Delta table
     created from the data declares (Delta makes new tables' columns nullable), and the form in

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from joins.lake.errors import ConcurrentCommitError, LakeError
+from joins.lake.finish import app_txn_committed
 from joins.lake.location import TableLocation
 from joins.lake.model import AppTxn, CommitInfo, partitions_of
 from joins.spark.connect import is_connect
@@ -104,14 +105,6 @@ def call(spark: SparkSession, operation: str, request: str,
     if operation == "fence":
         return json.loads(txn.fence(spark._jsparkSession, request))
     return json.loads(getattr(txn, operation)(request))
-
-
-def app_txn_committed(loc: TableLocation, app_txn: AppTxn) -> bool:
-    from joins.lake.finish import already_committed
-    from joins.lake.table import open_snapshot
-
-    snap = open_snapshot(loc, missing_ok=True)
-    return snap is not None and already_committed(snap, app_txn)
 
 
 def stage(data: DataFrame, loc: TableLocation, plan: WritePlan,

@@ -89,8 +89,7 @@ def server_command(port: int, settings: SparkSettings) -> list[str]:
 
     conf = {k: v for k, v in settings.conf().items() if k != "spark.driver.memory"}
     jars = session_jars()
-    if settings.master.startswith("local"):
-        conf.update(local_fs_conf(jars, conf))
+    conf.update(local_fs_conf(settings.master, jars, conf))
     conf.update({"spark.connect.grpc.binding.address": "127.0.0.1",
                  "spark.connect.grpc.binding.port": str(port),
                  "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})

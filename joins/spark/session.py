@@ -111,7 +111,7 @@ LOCAL_FS_CONF = {
 }
 
 
-def local_fs_conf(jars: list[Path], conf: Mapping[str, str]) -> dict[str, str]:
+def local_fs_conf(master: str, jars: list[Path], conf: Mapping[str, str]) -> dict[str, str]:
     """The shell-free local file system for a local master, where the engine's jar is built
     (else, or where `conf` names another file system, Hadoop's own).
 
@@ -121,7 +121,8 @@ def local_fs_conf(jars: list[Path], conf: Mapping[str, str]) -> dict[str, str]:
     the jar at one path on every machine, so a cluster keeps Hadoop's."""
     from joins.spark.jvm import jar_path
 
-    if jar_path() is None or any(k in conf for k in LOCAL_FS_CONF):
+    if not master.startswith("local") or jar_path() is None \
+            or any(k in conf for k in LOCAL_FS_CONF):
         return {}
     path = os.pathsep.join([*filter(None, [conf.get("spark.driver.extraClassPath")]),
                             *map(str, jars)])
@@ -156,8 +157,7 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
             jars = [conf["spark.jars"]] if conf.get("spark.jars") else []
             own = session_jars()
             conf["spark.jars"] = ",".join(jars + [str(p) for p in own])
-            if settings.master.startswith("local"):
-                conf.update(local_fs_conf(own, conf))
+            conf.update(local_fs_conf(settings.master, own, conf))
         for key, value in conf.items():
             builder = builder.config(key, value)
         session = builder.getOrCreate()
