@@ -75,7 +75,10 @@ def landing_metadata(status: LandingStatus) -> dict[str, Any]:
         "files_waiting": MetadataValue.int(len(status.pending)),
         "files_quarantined_whole": MetadataValue.int(status.quarantined_files),
         "newest_file": MetadataValue.text(status.newest_file or "none"),
-        "waiting": MetadataValue.md(waiting or "nothing waits: every landed file was ingested"),
+        "waiting": MetadataValue.md(
+            "not known yet: the first ingest run resolves the catalog table's location"
+            if status.unresolved else
+            waiting or "nothing waits: every landed file was ingested"),
         "folder": MetadataValue.path(status.folder),
     }
 

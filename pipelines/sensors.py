@@ -76,7 +76,10 @@ def landing_sensor(sa: SourceAssets, job: "UnresolvedAssetJobDefinition", *,
         layout = lake.sources()
         folder = layout.landing(source)
         cursor = _load_cursor(context.cursor)
-        pending = landing_status(layout, item).pending       # landed, not taken by an ingest
+        status = landing_status(layout, item)
+        if status.unresolved:
+            return _resolving_run(context, job, source.name, op_name)
+        pending = status.pending       # landed, not taken by an ingest
         waiting = set(pending)
         in_flight = [f for f in cursor.get("in_flight", []) if f in waiting]
         requested = set(in_flight)
@@ -103,6 +106,25 @@ def landing_sensor(sa: SourceAssets, job: "UnresolvedAssetJobDefinition", *,
                                                "in_flight": sorted({*in_flight, *new})}))
 
     return _landing
+
+
+# While a catalog-named source is unresolved, one run in this many seconds asks for it (a run
+# whose name does not resolve fails, naming why; the next one retries).
+RESOLVE_RETRY_S = 600
+
+
+def _resolving_run(context: SensorEvaluationContext, job: "UnresolvedAssetJobDefinition",
+                   source: str, op_name: str) -> RunRequest | SkipReason:
+    """A run of the ingest to resolve a catalog table's name (only a Spark session can ask the
+    catalog) and take whatever versions it has."""
+    running = context.instance.get_runs(RunsFilter(job_name=job.name, statuses=ACTIVE), limit=1)
+    if running:
+        return SkipReason(f"ingest run {running[0].run_id[:8]} of {source} resolves its catalog "
+                          f"table")
+    window = int(time.time()) // RESOLVE_RETRY_S
+    return RunRequest(run_key=f"{source}:resolve-catalog-table:{window}",
+                      run_config={"ops": {op_name: {"config": {"files": []}}}},
+                      tags={"tj/source": source, "tj/new_files": "unknown"})
 
 
 def microbatch_sensor(pa: PipelineAssets) -> SensorDefinition:

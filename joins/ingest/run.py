@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from joins.errors import ConfigError
+from joins.ingest.catalog import resolved_source
 from joins.ingest.delta_source import batch_reader, landed_versions, up_to_metadata_change
 from joins.ingest.manifest import IngestManifest, PlannedBatch, PlannedFile, pending_files
 from joins.ingest.source import IngestSource, IngestSummary
@@ -72,6 +73,9 @@ def run_ingest(spark: SparkSession, source: IngestSource, *, requested: Sequence
                   on_takeover=on_takeover)
     delta = source.spec.format == "delta"
     with lease.held(wait_s=wait_s, on_wait=on_wait):
+        if source.catalog_table is not None:
+            assert source.catalog_record is not None
+            source = resolved_source(spark, source, source.catalog_record, lease.check)
         entries: dict[str, LandingFile | None] = (
             dict.fromkeys(landed_versions(source.landing)) if delta
             else {f.name: f for f in scan_folder(source.landing)})

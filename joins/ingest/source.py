@@ -24,7 +24,9 @@ class IngestSource:
       operator applies, e.g. either side of a table-table join);
     - `table`: the versioned table / the events table; `quarantine`: rows (and whole files)
       not stored, with the reason; `manifest`: which landing files each batch took;
-    - `lease`: the writer lease that lets one ingest of the source run at a time.
+    - `lease`: the writer lease that lets one ingest of the source run at a time;
+    - `catalog_table`: a Delta source named in Spark's catalog; each run resolves it to its
+      location (`landing`) and checks it against `catalog_record` (`joins.ingest.catalog`).
     """
 
     name: str
@@ -37,6 +39,8 @@ class IngestSource:
     lease: str
     history_retention_ms: int | None = None
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
+    catalog_table: str | None = None
+    catalog_record: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -49,6 +53,9 @@ class IngestSource:
         if (self.kind == "table") != (self.history_retention_ms is not None):
             raise ConfigError(f"{OPERATOR} {self.name!r}: history_retention_ms is required for a "
                               f"table source and meaningless for a stream")
+        if (self.catalog_table is None) != (self.catalog_record is None):
+            raise ConfigError(f"{OPERATOR} {self.name!r}: a catalog table needs its record's "
+                              f"path (catalog_record), and only a catalog table has one")
         if self.history_retention_ms is not None and self.history_retention_ms < 0:
             raise ConfigError(f"{OPERATOR} {self.name!r}: history_retention_ms must be >= 0, got "
                               f"{self.history_retention_ms}")

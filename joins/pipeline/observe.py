@@ -131,13 +131,20 @@ class LandingStatus:
     pending: tuple[str, ...]
     quarantined_files: int
     newest_file: str | None
+    # A catalog-named Delta source no ingest run has resolved yet: what landed is unknown
+    # until one does (joins.ingest.catalog).
+    unresolved: bool = False
 
 
 def landing_status(layout: SourceLayout, item: PipelineInput) -> LandingStatus:
     from joins.ingest import list_landing
+    from joins.ingest.catalog import is_unresolved
     from joins.ingest.delta_source import landed_versions
 
     folder = layout.landing(item.source)
+    if is_unresolved(folder):
+        return LandingStatus(folder=folder, files=0, taken=0, pending=(), quarantined_files=0,
+                             newest_file=None, unresolved=True)
     # A Delta table's committed versions are what has landed (joins.ingest.delta_source).
     landed = landed_versions(folder) if item.source.format == "delta" else list_landing(folder)
     manifest = lake.read_arrow(layout.manifest(item.source))

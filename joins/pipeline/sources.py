@@ -20,6 +20,8 @@ from joins.spec import Spec
 
 # Asset keys, Delta folders and Dagster job names are built from these names.
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_IDENT = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"
+_TABLE_NAME = re.compile(rf"^{_IDENT}(?:\.{_IDENT}){{0,2}}$")
 
 
 def _inner_problem(message: str) -> str:
@@ -45,6 +47,9 @@ class SourceSpec(Spec):
     - `name`: the asset name and the source id of its ingest commits (lower-case identifier);
     - `landing`: the landing folder, or with `format: delta` the Delta table; a relative path
       is under the lake root (default `landing/<name>`);
+    - `catalog_table` (with `format: delta`, instead of `landing`): the Delta table by its name
+      in Spark's catalog (`db.name`, `catalog.db.name`), resolved to its location by each
+      ingest run (`joins.ingest.catalog`);
     - `format`: `jsonl`, `csv`, `parquet`, or `delta`: a Delta table written by anyone (plain
       PySpark, Databricks), read by version: with its change data feed as a changelog (deletes
       become tombstones at their commit's time, update pre-images are ignored), else from its
@@ -61,6 +66,7 @@ class SourceSpec(Spec):
 
     name: StrictStr
     landing: StrictStr | None = None
+    catalog_table: StrictStr | None = None
     format: LandingFormat
     key_columns: tuple[ColumnSpec, ...] = Field(min_length=1)
     value_columns: tuple[ColumnSpec, ...] = ()
@@ -79,6 +85,25 @@ class SourceSpec(Spec):
     @classmethod
     def _name_is_usable(cls, name: str) -> str:
         return check_name(name)
+
+    @field_validator("catalog_table")
+    @classmethod
+    def _catalog_name(cls, name: str | None) -> str | None:
+        if name is not None and not _TABLE_NAME.match(name):
+            raise ValueError(f"{name!r} is not a table name: one to three identifiers joined by "
+                             "dots (`db.name`, `catalog.db.name`; `back-quoted` where needed)")
+        return name
+
+    @model_validator(mode="after")
+    def _catalog_table_is_delta(self) -> SourceSpec:
+        if self.catalog_table is not None:
+            if self.format != "delta":
+                raise ValueError(f"catalog_table names a Delta table: it needs format: delta, "
+                                 f"not {self.format}")
+            if self.landing is not None:
+                raise ValueError("give the Delta table by path (landing) or by name "
+                                 "(catalog_table), not both")
+        return self
 
     @model_validator(mode="after")
     def _reads(self) -> SourceSpec:

@@ -150,6 +150,7 @@ class PipelineSpec(Spec):
 #     <root>/quarantine/<source>     input rows not stored, with the reason
 #     <root>/manifests/<source>      which landing files each ingest batch took
 #     <root>/leases/<source>         the ingest's writer lease (one ingest of a source at a time)
+#     <root>/catalog/<source>        where a catalog-named Delta source was resolved (its location)
 #     <root>/joins/<join>/           the join (joins.incremental.layout): output, quarantine,
 #                                    state, checkpoints, lease
 
@@ -165,6 +166,13 @@ class SourceLayout:
         return "/".join([self.root.rstrip("/"), *parts])
 
     def landing(self, source: SourceSpec) -> str:
+        """The landing folder or Delta table; a catalog table's location as its last ingest
+        run resolved it (`catalog:<name>` before the first: joins.ingest.catalog)."""
+        if source.catalog_table is not None:
+            from joins.ingest.catalog import recorded, unresolved_landing
+
+            found = recorded(self.catalog_record(source))
+            return found.location if found is not None else unresolved_landing(source.catalog_table)
         if source.landing is None:
             return self._under("landing", source.name)
         if "://" in source.landing or os.path.isabs(source.landing):
@@ -183,6 +191,9 @@ class SourceLayout:
     def lease(self, source: SourceSpec) -> str:
         return self._under("leases", source.name)
 
+    def catalog_record(self, source: SourceSpec) -> str:
+        return self._under("catalog", source.name)
+
     def ingest_source(self, item: PipelineInput) -> IngestSource:
         """The ingest engine's view of one input (a source and how it is stored)."""
         from joins.ingest import IngestSource
@@ -194,7 +205,8 @@ class SourceLayout:
             name=source.name, kind=_INGEST_KIND[item.kind], landing=self.landing(source),  # type: ignore[arg-type]
             spec=source.landing_spec(), table=self.table(source),
             quarantine=self.quarantine(source), manifest=self.manifest(source),
-            lease=self.lease(source),
+            lease=self.lease(source), catalog_table=source.catalog_table,
+            catalog_record=None if source.catalog_table is None else self.catalog_record(source),
             history_retention_ms=item.history_retention_ms if versioned else None)
 
 

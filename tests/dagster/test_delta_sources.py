@@ -2,7 +2,8 @@
 (`format: delta` sources, no Python of the project's): the rates table has its change data feed
 on, an UPDATE and a DELETE; the orders table is append-only without it. Through the Dagster
 definitions: the source assets ingest the tables' new versions, the micro-batch job joins them,
-a second run takes only what is new, and the rows are the ones the seeds' rules give."""
+a second run takes only what is new, and the rows are the ones the seeds' rules give. The same
+with the tables named in Spark's catalog (`catalog_table`) instead of by path."""
 
 from __future__ import annotations
 
@@ -92,18 +93,24 @@ def test_delta_tables_feed_a_stream_table_join_through_dagster(spark, tmp_path: 
         assert table.where("currency = 'GBP' AND tombstone").count() == 1
 
 
-def test_delta_tables_feed_an_interval_join_through_dagster(spark, tmp_path: Path) -> None:
-    """Orders (append-only) and deliveries (the change data feed on) as Delta tables: each
-    order with the deliveries within three hours after it, an order without one emitted alone
-    once the deliveries' watermark has passed it."""
+def test_catalog_tables_feed_an_interval_join_through_dagster(spark, tmp_path: Path) -> None:
+    """Orders (append-only) and deliveries (the change data feed on) as Delta tables named in
+    Spark's catalog (`catalog_table`): each order with the deliveries within three hours after
+    it, an order without one emitted alone once the deliveries' watermark has passed it. The
+    landing sensor, which has no Spark, asks for a run to resolve a name it has not seen
+    resolved, then watches the recorded location's versions."""
     from joins.pipeline.files import resolved_spec
     from pipelines.definitions import SPECS_DIR
 
+    db = f"tj_user_{tmp_path.name}".replace("-", "_")
     orders, deliveries = tmp_path / "user" / "orders", tmp_path / "user" / "deliveries"
+    spark.sql(f"CREATE DATABASE {db}")
+    spark.sql(f"CREATE TABLE {db}.orders (currency STRING, order_id STRING, amount DOUBLE, "
+              f"ts BIGINT) USING delta LOCATION '{orders}'")
     _append_orders(spark, orders, [("EUR", "o1", 10.0, 0), ("USD", "o2", 20.0, 30),
                                    ("EUR", "o3", 30.0, 60)])
-    spark.sql(f"CREATE TABLE delta.`{deliveries}` (delivery_id STRING, order_id STRING, "
-              "courier STRING, ts BIGINT) USING delta "
+    spark.sql(f"CREATE TABLE {db}.deliveries (delivery_id STRING, order_id STRING, "
+              f"courier STRING, ts BIGINT) USING delta LOCATION '{deliveries}' "
               "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
     spark.createDataFrame([("d1", "o1", "ann", T0 + 60 * MINUTE), ("d2", "o2", "bo", T0 + 400 * MINUTE),
                            ("d3", "o3", "cy", T0 + 90 * MINUTE), ("d9", "o9", "x", T0 + 500 * MINUTE)],
@@ -111,17 +118,35 @@ def test_delta_tables_feed_an_interval_join_through_dagster(spark, tmp_path: Pat
         .write.format("delta").mode("append").save(str(deliveries))
     base = resolved_spec(SPECS_DIR / "orders_with_deliveries.yaml")
     spec = {**base, "start_date": _ts(0).date().isoformat(),
-            "left": {**base["left"], "format": "delta", "landing": str(orders)},
-            "right": {**base["right"], "format": "delta", "landing": str(deliveries)}}
+            "left": {**base["left"], "format": "delta", "catalog_table": f"{db}.orders"},
+            "right": {**base["right"], "format": "delta", "catalog_table": f"{db}.deliveries"}}
     root = tmp_path / "lake"
     resources = {"spark": SparkResource(shuffle_partitions=2), "lake": LakeResource(root=str(root))}
     ja = build_pipeline_assets(spec)
     defs = build_definitions([spec], lake_root=str(root), spark=resources["spark"])
-    with dg.instance_for_test() as instance:
-        assert dg.materialize(ja.assets[:2], resources=resources, instance=instance,
-                              run_config=QUIET).success
-        job = defs.resolve_job_def(ja.microbatch_job_name)
-        assert job.execute_in_process(instance=instance, run_config=QUIET).success
+
+    def tick(instance: dg.DagsterInstance) -> Any:
+        sensor = defs.resolve_sensor_def("orders_landing_sensor")
+        with dg.build_sensor_context(instance=instance, sensor_name=sensor.name,
+                                     resources={"lake": resources["lake"]}) as context:
+            return sensor.evaluate_tick(context)
+
+    try:
+        with dg.instance_for_test() as instance:
+            [resolve] = tick(instance).run_requests
+            assert resolve.run_config == {"ops": {"orders": {"config": {"files": []}}}}
+            assert resolve.run_key.startswith("orders:resolve-catalog-table:")
+            assert dg.materialize(ja.assets[:2], resources=resources, instance=instance,
+                                  run_config=QUIET).success
+            assert tick(instance).skip_message == f"no new files in {orders}"
+            job = defs.resolve_job_def(ja.microbatch_job_name)
+            assert job.execute_in_process(instance=instance, run_config=QUIET).success
+            _append_orders(spark, orders, [("GBP", "o4", 5.0, 90)])
+            [new] = tick(instance).run_requests
+            assert new.run_config == {"ops": {"orders": {"config": {
+                "files": ["v00000000000000000002"]}}}}
+    finally:
+        spark.sql(f"DROP DATABASE {db} CASCADE")
     output = read_delta(spark, str(root / "joins" / "orders_with_deliveries" / "output"))
     pairs = sorted((r["orders_order_id"], r["deliveries_delivery_id"])
                    for r in output.where("orders_order_id IS NOT NULL").collect())

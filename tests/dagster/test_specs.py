@@ -63,6 +63,14 @@ def test_bad_spec_is_refused_naming_the_key(spec_dict: dict[str, Any], change: d
     ("table", {"value_columns": [{"name": "rate", "type": "decimal"}]}, "config.table.value_columns.0.type",
      "'string', 'long', 'int', 'double' or 'boolean'"),
     ("stream", {"ts_column": None}, "config.stream.ts_column", "valid string"),
+    ("stream", {"catalog_table": "sales.orders"}, "config.stream",
+     "catalog_table names a Delta table: it needs format: delta, not jsonl"),
+    ("stream", {"format": "delta", "landing": "/t", "catalog_table": "sales.orders"}, "config.stream",
+     "by path (landing) or by name (catalog_table), not both"),
+    ("stream", {"format": "delta", "catalog_table": "sales.orders; DROP TABLE x"},
+     "config.stream.catalog_table", "is not a table name"),
+    ("stream", {"format": "delta", "catalog_table": "a.b.c.d"}, "config.stream.catalog_table",
+     "one to three identifiers"),
 ])
 def test_bad_source_is_refused_naming_the_key(spec_dict: dict[str, Any], side: str, change: dict[str, Any],
                                               key: str, fragment: str) -> None:
@@ -70,6 +78,17 @@ def test_bad_source_is_refused_naming_the_key(spec_dict: dict[str, Any], side: s
     with pytest.raises(ConfigError) as err:
         build_pipeline_assets(spec_dict)
     assert key in str(err.value) and fragment in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("name", ["orders", "sales.orders", "main.sales.orders", "`my-db`.orders"])
+def test_a_delta_source_may_be_named_in_the_catalog(spec_dict: dict[str, Any], name: str) -> None:
+    from joins.pipeline.spec import SourceLayout
+
+    spec_dict["stream"] = {**spec_dict["stream"], "format": "delta", "catalog_table": name}
+    source = parse_pipeline_spec(spec_dict).stream
+    assert source.catalog_table == name
+    # Before an ingest run has resolved it, its location is not known (joins.ingest.catalog).
+    assert SourceLayout("/nowhere").landing(source) == f"catalog:{name}"
 
 
 def test_clashing_output_column_is_refused(spec_dict: dict[str, Any]) -> None:
