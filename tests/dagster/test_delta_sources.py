@@ -104,7 +104,7 @@ def test_catalog_tables_feed_an_interval_join_through_dagster(spark, tmp_path: P
 
     db = f"tj_user_{tmp_path.name}".replace("-", "_")
     orders, deliveries = tmp_path / "user" / "orders", tmp_path / "user" / "deliveries"
-    spark.sql(f"CREATE DATABASE {db}")
+    spark.sql(f"CREATE DATABASE {db} LOCATION '{tmp_path / 'warehouse'}'")
     spark.sql(f"CREATE TABLE {db}.orders (currency STRING, order_id STRING, amount DOUBLE, "
               f"ts BIGINT) USING delta LOCATION '{orders}'")
     _append_orders(spark, orders, [("EUR", "o1", 10.0, 0), ("USD", "o2", 20.0, 30),

@@ -22,10 +22,11 @@ _db_numbers = itertools.count()
 
 
 @pytest.fixture
-def db(spark: Any) -> Any:
-    """A database of the session's catalog for one test (the session is shared by the run)."""
+def db(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A database of the session's catalog for one test (the session is shared by the run),
+    its folder a temporary one (not the working directory's spark-warehouse)."""
     name = f"tj_catalog_{next(_db_numbers)}"
-    spark.sql(f"CREATE DATABASE {name}")
+    spark.sql(f"CREATE DATABASE {name} LOCATION '{tmp_path_factory.mktemp(name)}'")
     yield name
     spark.sql(f"DROP DATABASE {name} CASCADE")
 
