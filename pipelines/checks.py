@@ -37,15 +37,15 @@ from dagster import (
     MetadataValue,
     asset_check,
 )
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
 
 from assets.factory import PipelineAssets, layout_of
 from joins import audit
 from joins import lake as delta
 from joins.pipeline import DayDifference
 from resources import LakeResource, SparkResource
+from resources.dagster_private import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
 
 AGREEMENT = "backfill_agrees_with_stream"
 NO_DUPLICATES = "no_duplicate_output_rows"
@@ -190,7 +190,8 @@ def _latest_materialization(context: AssetCheckExecutionContext, key: AssetKey,
 def stale_days(instance: Any, join_key: AssetKey, days: Sequence[str]) -> tuple[list[str], list[str]]:
     """Of `days`: (those whose latest agreement verdict failed, those with any verdict)."""
     from dagster import AssetCheckKey
-    from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+    from resources.dagster_private import AssetCheckExecutionRecordStatus
 
     infos = instance.event_log_storage.get_asset_check_partition_info(
         [AssetCheckKey(join_key, AGREEMENT)], partition_keys=list(days))

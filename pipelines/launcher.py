@@ -10,10 +10,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from dagster._core.launcher import LaunchRunContext
-from dagster._core.launcher.default_run_launcher import DefaultRunLauncher
-
 from pipelines.run_worker import WORKER_FILE
+from resources.dagster_private import DefaultRunLauncher, LaunchRunContext
 
 WORKER_TAG = "temporal_joins/run_worker"
 # The worker only queues the run before it answers, but on a loaded machine (its own Spark

@@ -21,20 +21,26 @@ from pathlib import Path
 from typing import Any
 
 from dagster import DagsterInstance, Definitions, JobDefinition, RunRequest
-from dagster._core.definitions.job_base import InMemoryJob
-from dagster._core.definitions.run_request import InstigatorType
-from dagster._core.execution.api import create_execution_plan, execute_run
-from dagster._core.remote_origin import RemoteInstigatorOrigin, RemoteRepositoryOrigin
-from dagster._core.scheduler.instigation import (
+
+from resources.dagster_private import (
+    REPOSITORY_LABEL_TAG,
+    RUN_KEY_TAG,
+    SCHEDULE_NAME_TAG,
+    SENSOR_NAME_TAG,
+    InMemoryJob,
     InstigatorState,
     InstigatorStatus,
+    InstigatorType,
+    RemoteInstigatorOrigin,
+    RemoteRepositoryOrigin,
     ScheduleInstigatorData,
     SensorInstigatorData,
     TickData,
     TickStatus,
+    create_execution_plan,
+    execute_run,
+    location_origins_from_yaml_paths,
 )
-from dagster._core.storage.tags import REPOSITORY_LABEL_TAG, RUN_KEY_TAG, SCHEDULE_NAME_TAG, SENSOR_NAME_TAG
-from dagster._core.workspace.load import location_origins_from_yaml_paths
 
 REPO = Path(__file__).resolve().parents[1]
 REPOSITORY = "__repository__"   # the repository name Dagster gives a module's `Definitions`

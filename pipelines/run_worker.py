@@ -92,10 +92,13 @@ class RunWorker:
 def execute_run(run_id: str) -> None:
     """Execute a launched run in this process, as `dagster api execute_run` would in its own."""
     import dagster as dg
-    from dagster._core.events import EngineEventData
-    from dagster._core.storage.dagster_run import DagsterRunStatus
-    from dagster._grpc.impl import core_execute_run
-    from dagster._utils.hosted_user_process import recon_job_from_origin
+    from dagster import DagsterRunStatus
+
+    from resources.dagster_private import (
+        EngineEventData,
+        core_execute_run,
+        recon_job_from_origin,
+    )
 
     with dg.DagsterInstance.get() as instance:
         run = instance.get_run_by_id(run_id)

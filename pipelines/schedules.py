@@ -32,7 +32,7 @@ from pipelines.partitions import (
 from resources import LakeResource
 
 if TYPE_CHECKING:
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+    from resources.dagster_private import UnresolvedAssetJobDefinition
 
 # Dagster's run tags for a run over a partition range (one run, BackfillPolicy.single_run()).
 RANGE_START_TAG = "dagster/asset_partition_range_start"

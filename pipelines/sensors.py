@@ -40,7 +40,7 @@ from joins import lake as delta
 from resources import LakeResource
 
 if TYPE_CHECKING:
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+    from resources.dagster_private import UnresolvedAssetJobDefinition
 
 ACTIVE = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
           DagsterRunStatus.STARTED]

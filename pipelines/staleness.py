@@ -27,7 +27,7 @@ from pipelines.sensors import ACTIVE
 from resources import LakeResource
 
 if TYPE_CHECKING:
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+    from resources.dagster_private import UnresolvedAssetJobDefinition
 
 MODE_CHECK = "check"
 

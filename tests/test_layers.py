@@ -6,6 +6,8 @@
   `joins.core.operator`; `joins.operators.registry` lists them.
 - The foundations (below `joins/operators/`) never import from it.
 - Nothing in `joins/` imports Dagster.
+- Dagster's private modules (`dagster._*`) are imported in one place, `resources.dagster_private`,
+  which lists each name with why no public API serves, for the one pinned Dagster version.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-JOINS = Path(__file__).resolve().parents[1] / "joins"
+REPO = Path(__file__).resolve().parents[1]
+JOINS = REPO / "joins"
 SHARED_OPERATOR_MODULES = {"registry"}
 FOUNDATIONS = ("core", "versioned", "changelog", "landing", "ingest", "audit", "lake",
                "incremental", "asof", "spark", "sql")
@@ -83,3 +86,34 @@ def test_the_engine_imports_no_dagster() -> None:
                 for path in modules() for line, module in imports_of(path)
                 if module == "dagster" or module.startswith(("dagster.", "dagster_"))]
     assert not problems, "\n".join(problems)
+
+
+def test_private_dagster_apis_are_imported_in_one_module() -> None:
+    private_module = REPO / "resources" / "dagster_private.py"
+    problems = [f"{path.relative_to(REPO)}:{line} imports {module}"
+                for folder in ("assets", "pipelines", "resources", "tests", "bench")
+                for path in sorted((REPO / folder).rglob("*.py")) if path != private_module
+                for line, module in imports_of(path)
+                if module.startswith("dagster._")]
+    assert not problems, ("import these from resources.dagster_private (and list them there, with "
+                          "why no public API serves):\n" + "\n".join(problems))
+
+
+def test_the_private_dagster_list_holds_for_the_pinned_version() -> None:
+    import re
+
+    import dagster
+
+    from resources import dagster_private
+
+    pins = set(re.findall(r'"dagster(?:-[a-z]+)?==([\d.]+)"', (REPO / "pyproject.toml").read_text()))
+    assert pins == {dagster_private.PINNED} == {dagster.__version__}
+    missing = []
+    for name in dagster_private.PRIVATE:
+        try:
+            getattr(dagster_private, name)
+        except (AttributeError, ImportError) as exc:
+            missing.append(f"{name}: {exc}")
+    assert not missing, "\n".join(missing)
+    with pytest.raises(AttributeError, match=r"not in resources\.dagster_private\.PRIVATE"):
+        _ = dagster_private.SomethingNotListed

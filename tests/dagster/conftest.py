@@ -29,9 +29,9 @@ def _forget_defs_state_storage() -> None:
     resets it, and once that instance is collected, loading any `Definitions` fails ("undefined
     DagsterInstance weakref"). Our own code closes its contexts; this keeps one test's slip from
     failing the tests after it."""
-    from dagster._core.storage.defs_state.base import _current_storage
+    from resources import dagster_private
 
-    _current_storage.set(None)
+    dagster_private.current_defs_state_storage.set(None)
 
 
 @pytest.fixture(autouse=True)

@@ -7,14 +7,13 @@ import dataclasses
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.definitions.run_request import InstigatorType
-from dagster._core.scheduler.instigation import InstigatorStatus, SensorInstigatorData
 
 from pipelines.definitions import DEMO_SPEC, build_definitions
 from pipelines.live_data import LiveConfig, LiveGenerator
 from pipelines.live_demo import landed_waves
 from pipelines.recording import Recorder
 from pipelines.sample_data import write_wave
+from resources.dagster_private import InstigatorStatus, InstigatorType, SensorInstigatorData
 
 
 def test_a_kept_lake_goes_on_with_the_waves_an_uninterrupted_run_lands(tmp_path: Path) -> None:

@@ -38,8 +38,7 @@ def test_partitions_are_utc_days_from_first_to_last() -> None:
 def test_the_newest_partitions_the_ui_plots_end_at_the_last_day_not_today() -> None:
     """The UI plots the metadata of the newest partitions, which Dagster lists counting back
     from now: without the end offset they were days after the data (and the plots empty)."""
-    from dagster._core.definitions.partitions.context import PartitionLoadingContext
-    from dagster._core.definitions.temporal_context import TemporalContext
+    from resources.dagster_private import PartitionLoadingContext, TemporalContext
 
     parts = event_day_partitions(START, dt.date(2024, 3, 3))
     context = PartitionLoadingContext(

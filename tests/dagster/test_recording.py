@@ -6,12 +6,15 @@ cursors and the assets' history of a wiped lake."""
 from __future__ import annotations
 
 import dagster as dg
-from dagster._core.definitions.run_request import InstigatorType
-from dagster._core.definitions.selector import InstigatorSelector
-from dagster._core.scheduler.instigation import TickStatus
-from dagster._core.storage.tags import REPOSITORY_LABEL_TAG, SENSOR_NAME_TAG
 
 from pipelines.recording import Recorder
+from resources.dagster_private import (
+    REPOSITORY_LABEL_TAG,
+    SENSOR_NAME_TAG,
+    InstigatorSelector,
+    InstigatorType,
+    TickStatus,
+)
 
 LOCATION = "pipelines.definitions"
 

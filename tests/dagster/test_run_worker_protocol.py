@@ -83,11 +83,14 @@ def test_a_run_whose_code_cannot_load_is_failed_with_the_reason(
     import sys
 
     import dagster as dg
-    from dagster._core.code_pointer import ModuleCodePointer
-    from dagster._core.origin import JobPythonOrigin, RepositoryPythonOrigin
-    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
+    from dagster import DagsterRun, DagsterRunStatus
 
     import pipelines.run_worker as run_worker
+    from resources.dagster_private import (
+        JobPythonOrigin,
+        ModuleCodePointer,
+        RepositoryPythonOrigin,
+    )
 
     (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
@@ -150,11 +153,14 @@ def test_a_run_started_elsewhere_is_not_executed_again(
     import sys
 
     import dagster as dg
-    from dagster._core.code_pointer import ModuleCodePointer
-    from dagster._core.origin import JobPythonOrigin, RepositoryPythonOrigin
-    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
+    from dagster import DagsterRun, DagsterRunStatus
 
     import pipelines.run_worker as run_worker
+    from resources.dagster_private import (
+        JobPythonOrigin,
+        ModuleCodePointer,
+        RepositoryPythonOrigin,
+    )
 
     (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))

@@ -7,7 +7,6 @@ import datetime as dt
 
 import dagster as dg
 import pytest
-from dagster._core.test_utils import create_run_for_test
 
 from joins.core.time import day_start_ms
 from joins.operators.stream_table_join.pipeline import StreamTableJoinEngine
@@ -15,6 +14,7 @@ from joins.pipeline import observe
 from pipelines.checks import AGREEMENT
 from pipelines.definitions import DEMO_SPEC, build_definitions
 from resources import LakeResource
+from resources.dagster_private import create_run_for_test
 
 NAME = "orders_with_rates_nightly_backfill"
 JOIN = dg.AssetKey("orders_with_rates")
@@ -41,7 +41,7 @@ def _tick(defs: dg.Definitions, instance: dg.DagsterInstance):
 def _verdict(instance: dg.DagsterInstance, day: str, passed: bool) -> None:
     """A verdict of the agreement check on one day, as a check run records it (a run of its own:
     a run holds one verdict per day)."""
-    from dagster._core.events import DagsterEvent, DagsterEventType
+    from dagster import DagsterEvent, DagsterEventType
 
     run = create_run_for_test(instance, job_name="orders_with_rates_checks")
     instance.report_dagster_event(DagsterEvent(

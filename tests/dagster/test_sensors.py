@@ -9,10 +9,10 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from dagster._core.test_utils import create_run_for_test
 
 from pipelines.definitions import DEMO_SPEC, build_definitions
 from resources import LakeResource
+from resources.dagster_private import create_run_for_test
 
 
 @pytest.fixture

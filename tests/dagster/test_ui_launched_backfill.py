@@ -54,9 +54,9 @@ def _launch_and_wait(instance: dg.DagsterInstance, job: str,
                      tags: dict[str, str]) -> tuple[str, float]:
     """Launch as the UI does and wait for the run; the code server (and with it the run worker
     it started) lives as long as the workspace, so the wait is inside it."""
-    from dagster._core.workspace.context import WorkspaceProcessContext
-    from dagster._core.workspace.load_target import WorkspaceFileTarget
     from dagster_graphql.test.utils import execute_dagster_graphql
+
+    from resources.dagster_private import WorkspaceFileTarget, WorkspaceProcessContext
 
     params = {"selector": {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY,
                            "jobName": job},
