@@ -50,9 +50,9 @@ from assets.metadata import (
     table_metadata,
 )
 from assets.observed import buffer_observation, observed_assets, quarantine_observation
+from assets.partitions import event_day_partitions
 from assets.sources import KINDS, SourceAssets, build_source_assets
 from joins.pipeline import PipelineLayout, PipelineSpec, parse_pipeline_spec
-from pipelines.partitions import event_day_partitions
 from resources import LakeResource, SparkResource
 
 MODE_TAG = "tj/mode"

@@ -1,2 +1,3 @@
-"""Sensors, schedules, checks, partitions and the Dagster `Definitions` (pipelines.definitions),
-plus the demo (`python -m pipelines.demo`)."""
+"""The Dagster code location: sensors, schedules, checks, partitions and the `Definitions`
+that workspace.yaml loads (`pipelines.definitions`). The demo is `demo`, the run platform
+`runplatform`."""

@@ -1,4 +1,5 @@
-"""Event-day partitions of a join asset, and the day arithmetic the sensors and schedules share.
+"""Event-day partitions fitted to a join's data, and the day arithmetic the sensors and
+schedules share (the partitions definition itself: `assets.partitions`).
 
 A partition is one UTC calendar day of *event time* (the stream record's `ts`), the same day the
 engine writes into the output table's `event_date` column, so a Dagster partition and a Delta
@@ -19,27 +20,12 @@ import logging
 
 from dagster import DailyPartitionsDefinition, PartitionKeyRange
 
+from assets.partitions import DAY_FORMAT, event_day_partitions
 from joins.core.time import day_of
 from joins.pipeline import PipelineLayout
 from joins.pipeline.observe import data_days
 
 log = logging.getLogger(__name__)
-
-DAY_FORMAT = "%Y-%m-%d"
-
-
-def event_day_partitions(first: dt.date, last: dt.date | None = None, *,
-                         today: dt.date | None = None) -> DailyPartitionsDefinition:
-    """Daily UTC partitions from `first` to `last` (both included; `last` defaults to `first`)."""
-    end = max(first, last or first) + dt.timedelta(days=1)
-    # Dagster lists the newest partitions (what the UI plots per partition: the metadata of the
-    # last 120) counting back from now, not from `end_date`, so a past end would plot only empty
-    # days. An end offset of minus the days since `end` makes that list end at `end` too; every
-    # other use of the partitions follows `end_date`, which it does not change.
-    behind = ((today or dt.datetime.now(dt.UTC).date()) - end).days
-    return DailyPartitionsDefinition(start_date=first.strftime(DAY_FORMAT),
-                                     end_date=end.strftime(DAY_FORMAT), timezone="UTC",
-                                     end_offset=-max(0, behind))
 
 
 def fitted_partitions(layout: PipelineLayout) -> DailyPartitionsDefinition:

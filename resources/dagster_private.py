@@ -28,7 +28,7 @@ PRIVATE: dict[str, tuple[str, str]] = {
     "UnresolvedAssetJobDefinition": (
         "dagster._core.definitions.unresolved_asset_job_definition",
         "define_asset_job's return type is not exported"),
-    # The warm run worker (pipelines/launcher.py, pipelines/run_worker.py): a run launcher that
+    # The warm run worker (runplatform/launcher.py, runplatform/run_worker.py): a run launcher that
     # hands runs to a warm process executes them the way Dagster's own run worker does.
     "LaunchRunContext": ("dagster._core.launcher", "the argument of RunLauncher.launch_run"),
     "DefaultRunLauncher": ("dagster._core.launcher.default_run_launcher",
@@ -37,7 +37,7 @@ PRIVATE: dict[str, tuple[str, str]] = {
     "core_execute_run": ("dagster._grpc.impl", "what `dagster api execute_run` does for one run"),
     "recon_job_from_origin": ("dagster._utils.hosted_user_process",
                               "a run's job from the origin its record carries"),
-    # The demo's recorder (pipelines/recording.py): sensor and schedule ticks recorded into an
+    # The demo's recorder (demo/recording.py): sensor and schedule ticks recorded into an
     # instance as the daemon would, so the UI shows them without a daemon process.
     "InMemoryJob": ("dagster._core.definitions.job_base", "execute_run's job argument"),
     "InstigatorType": ("dagster._core.definitions.run_request", "tick records' instigator kind"),

@@ -6,6 +6,10 @@
   `joins.core.operator`; `joins.operators.registry` lists them.
 - The foundations (below `joins/operators/`) never import from it.
 - Nothing in `joins/` imports Dagster.
+- The Dagster side is layered too, each package importing only those before it: `resources`
+  (Spark and the lake for Dagster), `assets` (specs into Dagster objects), `pipelines` (the
+  code location: sensors, schedules, checks, Definitions), `runplatform` (where runs execute:
+  the warm run worker, its launcher, the instance, `./tj dev`), `demo` (sample data, the demo).
 - Dagster's private modules (`dagster._*`) are imported in one place, `resources.dagster_private`,
   which lists each name with why no public API serves, for the one pinned Dagster version.
 """
@@ -117,3 +121,17 @@ def test_the_private_dagster_list_holds_for_the_pinned_version() -> None:
     assert not missing, "\n".join(missing)
     with pytest.raises(AttributeError, match=r"not in resources\.dagster_private\.PRIVATE"):
         _ = dagster_private.SomethingNotListed
+
+
+DAGSTER_LAYERS = ("resources", "assets", "pipelines", "runplatform", "demo")
+
+
+@pytest.mark.parametrize("package", DAGSTER_LAYERS)
+def test_each_dagster_package_imports_only_the_ones_before_it(package: str) -> None:
+    above = DAGSTER_LAYERS[DAGSTER_LAYERS.index(package) + 1:]
+    found = [(path, line, module) for path in sorted((REPO / package).rglob("*.py"))
+             for line, module in imports_of(path)]
+    assert found, f"no imports scanned in {package}/"
+    problems = [f"{path.relative_to(REPO)}:{line} imports {module}" for path, line, module in found
+                if module.split(".")[0] in above]
+    assert not problems, "\n".join(problems)

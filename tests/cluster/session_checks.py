@@ -100,17 +100,14 @@ def test_one_wave_of_the_demo_pipeline(spark: Any, tmp_path: Path) -> None:
     from joins import lake
     from joins.pipeline import PipelineLayout, parse_pipeline_spec
     from pipelines.definitions import DEMO_SPEC
-    from pipelines.sample_data import HOUR_MS, SampleConfig
-    from pipelines.warm_up import backfill_days, sample_lake
     from resources import SparkResource
+    from runplatform.warm_up import backfill_days, sample_lake
 
-    one_wave = SampleConfig(days=1, waves=1, orders_per_day=12, rate_interval_ms=4 * HOUR_MS,
-                            late_orders=0, late_rates=0)
     day = {"dagster/asset_partition_range_start": "2024-03-01",
            "dagster/asset_partition_range_end": "2024-03-01"}
     root = tmp_path / "lake"
     with dg.instance_for_test() as instance:
-        sample_lake(root, instance, SparkResource(), one_wave)
+        sample_lake(root, instance, SparkResource(), days=1, waves=1)
         output = PipelineLayout(str(root.resolve()), parse_pipeline_spec(DEMO_SPEC)).output
         assert lake.read_delta(spark, output).count() > 0, "the micro-batch joined nothing"
         result = backfill_days(root, instance, SparkResource(), day)

@@ -11,9 +11,9 @@ import dagster as dg
 import pytest
 
 from assets.factory import build_pipeline_assets, layout_of
+from demo.sample_data import HOUR_MS, SampleConfig, generate, write_wave
 from pipelines.definitions import DEMO_SPEC, build_definitions
 from pipelines.partitions import fitted_partitions
-from pipelines.sample_data import HOUR_MS, SampleConfig, generate, write_wave
 from resources import LakeResource, SparkResource
 from tests.dagster.test_materialize import _batch, _materializations
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from joins.spark.server import free_port
-from pipelines.dev import parse_args
+from runplatform.dev import parse_args
 
 pytestmark = pytest.mark.slow
 
@@ -67,7 +67,7 @@ def test_dev_serves_the_port_asked_for_and_stops_everything_within_10_s(tmp_path
            "TJ_LAKE_ROOT": str(tmp_path / "lake")}
     log = tmp_path / "dev.log"
     with open(log, "wb") as out:
-        dev = subprocess.Popen([sys.executable, "-m", "pipelines.dev", "--port", str(port)],
+        dev = subprocess.Popen([sys.executable, "-m", "runplatform.dev", "--port", str(port)],
                                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, start_new_session=True)
     try:

@@ -13,11 +13,11 @@ import dagster as dg
 import pytest
 
 from assets.factory import build_pipeline_assets, layout_of
+from demo.demo_order_customer import SPEC
 from joins import lake
 from joins.errors import ConfigError
 from joins.pipeline import parse_pipeline_spec
 from pipelines.definitions import build_definitions, checks_job_name
-from pipelines.demo_order_customer import SPEC
 from resources import LakeResource, SparkResource
 from tests.dagster.test_materialize import QUIET, _batch, _checks, _materializations
 

@@ -1,4 +1,4 @@
-"""The instance configuration the project writes (`pipelines/instance.py`): the run queue polls
+"""The instance configuration the project writes (`runplatform/instance.py`): the run queue polls
 every second, a home written by an earlier version is migrated, a user's own settings win."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from pipelines.instance import prepare_dagster_home
+from runplatform.instance import prepare_dagster_home
 
 
 def load(home: Path) -> dict:
@@ -41,6 +41,15 @@ def test_a_home_an_earlier_version_wrote_is_migrated(tmp_path: Path) -> None:
     config = load(prepare_dagster_home(home))
     assert "run_queue" not in config      # Dagster refuses run_queue beside run_coordinator
     assert config["run_coordinator"]["config"]["dequeue_interval_seconds"] == 1
+
+
+def test_a_home_naming_the_launchers_old_module_gets_the_new_one(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("run_launcher:\n  module: pipelines.launcher\n"
+                                       "  class: WarmWorkerRunLauncher\n")
+    assert load(prepare_dagster_home(home))["run_launcher"] == {
+        "module": "runplatform.launcher", "class": "WarmWorkerRunLauncher"}
 
 
 def test_a_users_own_queue_settings_are_kept_whole(tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ import dagster as dg
 import pytest
 
 from assets.factory import build_pipeline_assets, layout_of
+from demo.sample_data import HOUR_MS, SampleConfig, generate, write_wave
+from demo.sample_deliveries import DeliveryConfig, generate_deliveries, write_deliveries
 from joins.errors import ConfigError
 from joins.pipeline import parse_pipeline_spec
 from pipelines.definitions import DELIVERIES_SPEC, build_definitions, checks_job_name
-from pipelines.sample_data import HOUR_MS, SampleConfig, generate, write_wave
-from pipelines.sample_deliveries import DeliveryConfig, generate_deliveries, write_deliveries
 from resources import LakeResource, SparkResource
 from tests.dagster.test_materialize import QUIET, _batch, _checks, _materializations
 

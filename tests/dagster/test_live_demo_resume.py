@@ -8,11 +8,11 @@ from pathlib import Path
 
 import dagster as dg
 
+from demo.live_data import LiveConfig, LiveGenerator
+from demo.live_demo import landed_waves
+from demo.recording import Recorder
+from demo.sample_data import write_wave
 from pipelines.definitions import DEMO_SPEC, build_definitions
-from pipelines.live_data import LiveConfig, LiveGenerator
-from pipelines.live_demo import landed_waves
-from pipelines.recording import Recorder
-from pipelines.sample_data import write_wave
 from resources.dagster_private import InstigatorStatus, InstigatorType, SensorInstigatorData
 
 

@@ -10,10 +10,10 @@ import dagster as dg
 import pytest
 
 from assets.factory import build_pipeline_assets, layout_of
+from demo.sample_data import HOUR_MS, SampleConfig, generate, write_wave
 from joins.lake import read_delta
 from pipelines.checks import AGREEMENT, NO_DUPLICATES, QUARANTINE, build_join_checks
 from pipelines.definitions import DEMO_SPEC, build_definitions
-from pipelines.sample_data import HOUR_MS, SampleConfig, generate, write_wave
 from resources import LakeResource, SparkResource
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

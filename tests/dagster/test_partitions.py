@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assets.partitions import event_day_partitions
 from joins.core.time import DAY_MS, day_of, day_start_ms
 from joins.operators.stream_table_join.pipeline import StreamTableJoinEngine
 from joins.pipeline import PipelineLayout, observe, parse_pipeline_spec
@@ -17,7 +18,6 @@ from pipelines.definitions import DEMO_SPEC
 from pipelines.partitions import (
     contiguous_ranges,
     day_key,
-    event_day_partitions,
     fitted_partitions,
     horizon_range,
     late_data_days,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.recording import Recorder
+from demo.recording import Recorder
 from resources.dagster_private import (
     REPOSITORY_LABEL_TAG,
     SENSOR_NAME_TAG,

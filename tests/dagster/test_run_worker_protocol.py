@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from joins.spark.server import free_port
-from pipelines.launcher import send_to_worker, worker_url
-from pipelines.run_worker import WORKER_FILE, RunWorker, _Handler
+from runplatform.launcher import send_to_worker, worker_url
+from runplatform.run_worker import WORKER_FILE, RunWorker, _Handler
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_a_run_whose_code_cannot_load_is_failed_with_the_reason(
     import dagster as dg
     from dagster import DagsterRun, DagsterRunStatus
 
-    import pipelines.run_worker as run_worker
+    import runplatform.run_worker as run_worker
     from resources.dagster_private import (
         JobPythonOrigin,
         ModuleCodePointer,
@@ -126,7 +126,7 @@ def test_a_run_submitted_twice_is_queued_once(served: Any) -> None:
 
 def test_an_unanswered_request_is_asked_again(served: Any,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import pipelines.launcher as launcher
+    import runplatform.launcher as launcher
 
     home, worker, executed, release = served
     real = launcher.urllib.request.urlopen
@@ -155,7 +155,7 @@ def test_a_run_started_elsewhere_is_not_executed_again(
     import dagster as dg
     from dagster import DagsterRun, DagsterRunStatus
 
-    import pipelines.run_worker as run_worker
+    import runplatform.run_worker as run_worker
     from resources.dagster_private import (
         JobPythonOrigin,
         ModuleCodePointer,

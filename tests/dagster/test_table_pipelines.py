@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from demo.demo_accounts import COUNT_SPEC, JOIN_SPEC
 from joins import lake
 from joins.changelog.keyed import latest_per_key
 from joins.errors import ConfigError
 from joins.pipeline import PipelineLayout, parse_pipeline_spec
-from pipelines.demo_accounts import COUNT_SPEC, JOIN_SPEC
 
 SOURCE = {"name": "items", "format": "jsonl", "key_columns": [{"name": "id", "type": "string"}],
           "value_columns": [{"name": "team", "type": "string"}, {"name": "n", "type": "long"},

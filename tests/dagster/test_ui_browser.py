@@ -41,9 +41,9 @@ def demo_lake(spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
     require_browser()
     import dagster as dg
 
-    from pipelines.demo import run
-    from pipelines.instance import prepare_dagster_home
-    from pipelines.sample_data import HOUR_MS, SampleConfig
+    from demo.run import run
+    from demo.sample_data import HOUR_MS, SampleConfig
+    from runplatform.instance import prepare_dagster_home
 
     base = tmp_path_factory.mktemp("ui")
     home, root = prepare_dagster_home(base / "dagster_home"), base / "lake"
@@ -67,8 +67,8 @@ BROKEN_SPEC = "my_join.yaml"
 def webserver(demo_lake: tuple[Path, Path]) -> Iterator[str]:
     import shutil
 
-    from pipelines.dagster_server import DagsterServer
     from pipelines.definitions import SPECS_DIR
+    from runplatform.dagster_server import DagsterServer
 
     home, root = demo_lake
     specs = root.parent / "specs"
@@ -178,10 +178,10 @@ def test_a_broken_spec_is_a_red_asset_with_file_and_line(webserver: str, page: A
 def _land_late_rate_corrections(root: Path) -> None:
     """Rate updates for the hours the micro-batches already joined (within history retention,
     so they are stored): the orders of those hours now get other rates in the batch form."""
+    from demo.sample_data import BASE_RATES, HOUR_MS, Wave, write_wave
     from joins import lake
     from joins.pipeline import PipelineLayout, parse_pipeline_spec
     from pipelines.definitions import DEMO_SPEC
-    from pipelines.sample_data import BASE_RATES, HOUR_MS, Wave, write_wave
 
     spec = parse_pipeline_spec(DEMO_SPEC)
     layout = PipelineLayout(str(root), spec)
@@ -203,10 +203,10 @@ def test_a_day_late_data_made_stale_then_fresh_after_the_backfill(
         webserver: str, page: Any, demo_lake: tuple[Path, Path]) -> None:
     import dagster as dg
 
+    from demo.demo_runner import Demo
     from joins.pipeline import PipelineLayout, parse_pipeline_spec
     from pipelines.checks import stale_days
     from pipelines.definitions import DEMO_SPEC, checks_job_name
-    from pipelines.demo_runner import Demo
     from pipelines.partitions import late_data_days
     from pipelines.schedules import RANGE_END_TAG, RANGE_START_TAG
 

@@ -4,7 +4,7 @@ launcher (a run worker process that loads the code location, as `dagster dev` do
 of that run (the join's backfill and its asset checks) logs which SparkSession it used: one
 session must have served them all (the in-process executor `build_definitions` sets), not one
 JVM per step. As under `./tj dev`, the run worker attaches to a warm local Spark Connect server
-(`pipelines.dev.warm_spark`) instead of starting a JVM; the test prints the run's times."""
+(`runplatform.dev.warm_spark`) instead of starting a JVM; the test prints the run's times."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ import yaml
 
 from assets.factory import build_pipeline_assets
 from pipelines.definitions import DEMO_SPEC, backfill_job_name
-from pipelines.dev import warm_spark
-from pipelines.warm_up import DAYS, sample_lake
 from resources import SparkResource
 from resources.spark import SESSION_LOG_PREFIX
+from runplatform.dev import warm_spark
+from runplatform.warm_up import DAYS, sample_lake
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -46,7 +46,7 @@ query($s: SensorSelector!) {
 
 
 def _ticks(url: str) -> list[dict[str, Any]]:
-    from pipelines.dagster_server import DagsterServer
+    from runplatform.dagster_server import DagsterServer
 
     # The server object only for its GraphQL client: the live demo owns the process.
     server = DagsterServer(home=Path("/nonexistent"), port=int(url.rsplit(":", 1)[1]))
@@ -71,7 +71,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def test_live_demo_sensor_page_shows_ticks_and_cursor(tmp_path: Path) -> None:
     require_browser()
-    from pipelines.dagster_server import free_port
+    from runplatform.dagster_server import free_port
 
     home, root, log_path = tmp_path / "dagster_home", tmp_path / "lake", tmp_path / "live.log"
     port = free_port()
@@ -79,7 +79,7 @@ def test_live_demo_sensor_page_shows_ticks_and_cursor(tmp_path: Path) -> None:
            "TJ_SHUFFLE_PARTITIONS": "2"}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pipelines.live_demo", "--root", str(root), "--port", str(port),
+            [sys.executable, "-m", "demo.live_demo", "--root", str(root), "--port", str(port),
              "--interval", "3", "--waves", "3"],
             cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

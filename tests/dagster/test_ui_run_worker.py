@@ -1,6 +1,6 @@
 """A two-day backfill launched the way the UI launches a run (the `launchRun` GraphQL mutation
 against the code location of `workspace.yaml`, through the instance's run launcher), with the
-warm run worker `./tj dev` starts (`pipelines.run_worker`): the run executes in the worker's
+warm run worker `./tj dev` starts (`runplatform.run_worker`): the run executes in the worker's
 process, every step on its one classic SparkSession, with no process start and no Spark
 Connect hop. The test prints the time from the launch to the run's end against the demo's
 in-process backfill of the same days (issue 13: at most 1.5x)."""
@@ -21,10 +21,10 @@ import pytest
 
 from assets.factory import build_pipeline_assets
 from pipelines.definitions import DEMO_SPEC, backfill_job_name, build_definitions
-from pipelines.launcher import WORKER_TAG, worker_url
-from pipelines.warm_up import DAYS, QUIET, sample_lake
 from resources import SparkResource
 from resources.spark import SESSION_LOG_PREFIX
+from runplatform.launcher import WORKER_TAG, worker_url
+from runplatform.warm_up import DAYS, QUIET, sample_lake
 from tests.dagster.test_ui_launched_backfill import REPO, _launch_and_wait, demo_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -49,7 +49,7 @@ def test_a_ui_launched_backfill_runs_in_the_warm_worker(
         spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Runs go through the launcher ./tj dev configures.
     root, home, env = demo_home(tmp_path, monkeypatch, launcher=(
-        "run_launcher:\n  module: pipelines.launcher\n  class: WarmWorkerRunLauncher\n"))
+        "run_launcher:\n  module: runplatform.launcher\n  class: WarmWorkerRunLauncher\n"))
     instance = dg.DagsterInstance.get()
     log = tmp_path / "run-worker.log"
     proc = None
@@ -57,7 +57,7 @@ def test_a_ui_launched_backfill_runs_in_the_warm_worker(
         sample_lake(root, instance, SparkResource(shuffle_partitions=2))
         job = backfill_job_name(build_pipeline_assets(DEMO_SPEC).spec)
         with open(log, "ab") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "pipelines.run_worker"], cwd=REPO,
+            proc = subprocess.Popen([sys.executable, "-m", "runplatform.run_worker"], cwd=REPO,
                                     env={**os.environ, **env}, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         worker_pid = _wait_warm(home, proc, log)

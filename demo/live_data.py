@@ -24,8 +24,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from demo.sample_data import BASE_RATES, HOUR_MS, MINUTE_MS, Wave
 from joins.core.time import day_start_ms
-from pipelines.sample_data import BASE_RATES, HOUR_MS, MINUTE_MS, Wave
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.sample_data import MINUTE_MS, SampleConfig, Wave, _atomic_write, _disordered, _jsonl
+from demo.sample_data import MINUTE_MS, SampleConfig, Wave, _atomic_write, _disordered, _jsonl
 
 COURIERS = ("ana", "ben", "chen", "dara")
 

@@ -1,4 +1,4 @@
-"""The demo (`./tj demo`, i.e. `python -m pipelines.demo`): orders enriched with currency rates,
+"""The demo (`./tj demo`, i.e. `python -m demo`): orders enriched with currency rates,
 orders matched with their deliveries (`demo_deliveries.py`), then customers joined with their
 accounts and counted per country (`demo_accounts.py`), and orders enriched with their customer
 by a foreign-key join (`demo_order_customer.py`).
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.demo_deliveries import DeliveriesResult, ingest_and_join, summary
-from pipelines.demo_deliveries import land as land_deliveries
-from pipelines.demo_runner import Demo, checks_and_nightly_backfill, microbatches
-from pipelines.demo_runner import fresh_root as _fresh_root
-from pipelines.sample_data import SampleConfig
+from demo.demo_deliveries import DeliveriesResult, ingest_and_join, summary
+from demo.demo_deliveries import land as land_deliveries
+from demo.demo_runner import Demo, checks_and_nightly_backfill, microbatches
+from demo.demo_runner import fresh_root as _fresh_root
+from demo.sample_data import SampleConfig
 
 
 def _batch_line(md: Mapping[str, Any]) -> str:
@@ -58,18 +58,18 @@ class DemoResult:
     checks_after: dict[str, bool] = field(default_factory=dict)
     backfill: dict[str, Any] = field(default_factory=dict)
     deliveries: DeliveriesResult = field(default_factory=DeliveriesResult)
-    accounts: Any = None   # pipelines.demo_accounts.AccountsResult
+    accounts: Any = None   # demo.demo_accounts.AccountsResult
 
 
 def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None = None,
         echo: bool = True) -> DemoResult:
     """Land the sample data wave by wave, ingest and micro-batch it through the sensors, run the
     nightly backfill, check. `instance`: the Dagster instance (default: DAGSTER_HOME's)."""
+    from demo.sample_data import generate, write_wave
+    from demo.sample_deliveries import generate_deliveries
     from joins import audit
     from joins.pipeline import PipelineLayout, parse_pipeline_spec
     from pipelines.definitions import DELIVERIES_SPEC, DEMO_SPEC
-    from pipelines.sample_data import generate, write_wave
-    from pipelines.sample_deliveries import generate_deliveries
 
     _fresh_root(root)
     demo = Demo(root, instance, echo=echo)
@@ -147,14 +147,14 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
 
     out.checks_before, out.backfill, out.checks_after = checks_and_nightly_backfill(demo, spec)
     summary(demo, dspec, out.deliveries)
-    from pipelines.demo_accounts import run_accounts
+    from demo.demo_accounts import run_accounts
 
     out.accounts = run_accounts(demo, root, cfg)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.demo",
+    parser = argparse.ArgumentParser(prog="python -m demo",
                                      description="orders enriched with currency rates, end to end")
     parser.add_argument("--root", default=None,
                         help="demo lake root (default: TJ_LAKE_ROOT or ./var/lake); wiped first")
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--live" in argv:
         # The live demo's own options (and --help) are its parser's.
-        from pipelines.live_demo import main as live
+        from demo.live_demo import main as live
 
         return live([a for a in argv if a != "--live"])
     args = parser.parse_args(argv)
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     # The demo's data is tiny: few shuffle partitions mean few tasks per Spark job.
     os.environ.setdefault("TJ_SHUFFLE_PARTITIONS", "2")
     from pipelines.definitions import lake_root_from_env
-    from pipelines.instance import prepare_dagster_home
+    from runplatform.instance import prepare_dagster_home
 
     root = Path(args.root or lake_root_from_env()).resolve()
     # Runs re-executed from the UI and the code location read the lake from the environment.

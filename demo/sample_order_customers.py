@@ -19,7 +19,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from pipelines.sample_data import HOUR_MS, SampleConfig, _atomic_write, _jsonl
+from demo.sample_data import HOUR_MS, SampleConfig, _atomic_write, _jsonl
 
 ORDER_COLUMNS = ["order_id", "customer_id", "amount", "cancelled", "ts"]
 

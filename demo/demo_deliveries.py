@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.demo_runner import (
+from demo.demo_runner import (
     Demo,
     checks_and_nightly_backfill,
     ingest_sources,
@@ -61,7 +61,7 @@ def summary(demo: Demo, spec: Any, out: DeliveriesResult) -> None:
 
 
 def land(wave: int, deliveries: list[dict[str, Any]], folder: Path, demo: Demo) -> None:
-    from pipelines.sample_deliveries import write_deliveries
+    from demo.sample_deliveries import write_deliveries
 
     path = write_deliveries(wave, deliveries, folder)
     demo.say(f"wave {wave}: landed {path.name} ({len(deliveries)} deliveries)")

@@ -1,6 +1,6 @@
 """The run launcher `./tj dev` configures: each run goes to the warm run worker
-(`pipelines.run_worker`) when one is up, else to a process of its own (Dagster's default
-launcher, which this extends). See `pipelines/instance.py` for where it is set."""
+(`runplatform.run_worker`) when one is up, else to a process of its own (Dagster's default
+launcher, which this extends). See `runplatform/instance.py` for where it is set."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from pipelines.run_worker import WORKER_FILE
 from resources.dagster_private import DefaultRunLauncher, LaunchRunContext
+from runplatform.run_worker import WORKER_FILE
 
 WORKER_TAG = "temporal_joins/run_worker"
 # The worker only queues the run before it answers, but on a loaded machine (its own Spark

@@ -10,8 +10,8 @@
   waits for. (The shorter `run_queue` key cannot set the interval, and Dagster refuses it beside
   `run_coordinator`: a home this project wrote with `run_queue: {max_concurrent_runs: 2}` is
   migrated; a `run_queue` a user wrote otherwise is kept, and then no run_coordinator is added.)
-- the run launcher `pipelines.launcher.WarmWorkerRunLauncher`: a run executes in the warm run
-  worker `./tj dev` starts (`pipelines.run_worker`), or in a process of its own (Dagster's
+- the run launcher `runplatform.launcher.WarmWorkerRunLauncher`: a run executes in the warm run
+  worker `./tj dev` starts (`runplatform.run_worker`), or in a process of its own (Dagster's
   default) when no worker is up or it is busy.
 """
 
@@ -30,10 +30,13 @@ DEFAULTS: dict[str, Any] = {
     "run_coordinator": {"module": "dagster.core.run_coordinator",
                         "class": "QueuedRunCoordinator",
                         "config": {"max_concurrent_runs": 2, "dequeue_interval_seconds": 1}},
-    "run_launcher": {"module": "pipelines.launcher", "class": "WarmWorkerRunLauncher"},
+    "run_launcher": {"module": "runplatform.launcher", "class": "WarmWorkerRunLauncher"},
 }
 # What earlier versions wrote; replaced by the run_coordinator block above.
 OLD_RUN_QUEUE = {"max_concurrent_runs": 2}
+# Where the launcher lived before the run platform had a package of its own: a home written
+# then names it, and would fail to load the instance.
+MOVED_MODULES = {"pipelines.launcher": "runplatform.launcher"}
 
 
 def dagster_home() -> Path:
@@ -50,6 +53,10 @@ def prepare_dagster_home(home: Path | None = None, **overrides: Any) -> Path:
     current = yaml.safe_load(config.read_text()) if config.exists() else None
     if current and current.get("run_queue") == OLD_RUN_QUEUE and "run_coordinator" not in current:
         current = {k: v for k, v in current.items() if k != "run_queue"}
+    launcher = (current or {}).get("run_launcher")
+    if isinstance(launcher, dict) and launcher.get("module") in MOVED_MODULES:
+        current = {**current, "run_launcher": {**launcher,
+                                               "module": MOVED_MODULES[launcher["module"]]}}
     merged: dict[str, Any] = {**DEFAULTS, **overrides}
     if current and ("run_queue" in current or "run_coordinator" in current):
         merged.pop("run_coordinator", None)   # the user's own queue settings win, whole

@@ -1,11 +1,11 @@
-"""`./tj dev` (`python -m pipelines.dev`): the Dagster UI, with a warm Spark for its runs.
+"""`./tj dev` (`python -m runplatform.dev`): the Dagster UI, with a warm Spark for its runs.
 
 Dagster starts a new process for every run; with a local master each of them started its own
 JVM and ran its jobs on a cold JIT, so a two-day backfill launched from the UI cost several times
 the same backfill in the demo's warm process. Here the warm run worker starts first
-(`pipelines.run_worker`, its own process group): the instance's run launcher hands it every run,
+(`runplatform.run_worker`, its own process group): the instance's run launcher hands it every run,
 which executes there on one SparkSession with no process start, after the demo's jobs ran once
-on a sample to warm the JIT (`pipelines.warm_up`). It stops after the UI.
+on a sample to warm the JIT (`runplatform.warm_up`). It stops after the UI.
 
 With `TJ_RUN_WORKER=0` each run gets its own process again, and those attach to one local Spark
 Connect server started here instead (`joins.spark.server`, 127.0.0.1, via `TJ_SPARK_REMOTE`),
@@ -66,7 +66,7 @@ class WarmSpark:
 def warm_spark(log_dir: Path, *, warm_up: bool = True) -> Iterator[WarmSpark]:
     """A local Spark Connect server for the block, unless the user chose a Spark already or
     turned this off; with `warm_up`, the demo's jobs run on it once in the background
-    (`pipelines.warm_up`, unless TJ_WARM_UP=0) so that the first runs a user launches find
+    (`runplatform.warm_up`, unless TJ_WARM_UP=0) so that the first runs a user launches find
     its JIT warm."""
     if os.environ.get("TJ_SPARK_REMOTE") or os.environ.get("TJ_SPARK_MASTER") \
             or os.environ.get("TJ_WARM_SPARK", "1") == "0":
@@ -84,7 +84,7 @@ def warm_spark(log_dir: Path, *, warm_up: bool = True) -> Iterator[WarmSpark]:
             warm.log = log_dir / "warm-up.log"
             with open(warm.log, "ab") as out:
                 warm.warm_up = subprocess.Popen(
-                    [sys.executable, "-m", "pipelines.warm_up"], cwd=REPO,
+                    [sys.executable, "-m", "runplatform.warm_up"], cwd=REPO,
                     env={**os.environ, **warm.env}, stdout=out, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, start_new_session=True)
             print(f"== warming it up with the demo's jobs on a sample, in the background "
@@ -98,7 +98,7 @@ def warm_spark(log_dir: Path, *, warm_up: bool = True) -> Iterator[WarmSpark]:
 
 @contextlib.contextmanager
 def run_worker(home: Path, *, warm_up: bool = True) -> Iterator[subprocess.Popen[bytes] | None]:
-    """The warm run worker (`pipelines.run_worker`) for the block, in its own process group,
+    """The warm run worker (`runplatform.run_worker`) for the block, in its own process group,
     unless TJ_RUN_WORKER=0; its log is `home/run-worker.log`. `warm_up`: it runs the demo's
     jobs on a sample first (unless TJ_WARM_UP=0)."""
     if os.environ.get("TJ_RUN_WORKER", "1") == "0":
@@ -108,7 +108,7 @@ def run_worker(home: Path, *, warm_up: bool = True) -> Iterator[subprocess.Popen
     print(f"== starting the warm run worker: the UI's runs execute in it, on one SparkSession "
           f"(log {log}; TJ_RUN_WORKER=0 starts a process per run)", file=sys.stderr, flush=True)
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "pipelines.run_worker"], cwd=REPO,
+        proc = subprocess.Popen([sys.executable, "-m", "runplatform.run_worker"], cwd=REPO,
                                 env={**os.environ, "DAGSTER_HOME": str(home),
                                      **({} if warm_up else {"TJ_WARM_UP": "0"})}, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -138,7 +138,7 @@ def parse_args(argv: list[str]) -> tuple[str, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     port, args = parse_args(list(sys.argv[1:] if argv is None else argv))
-    from pipelines.instance import prepare_dagster_home
+    from runplatform.instance import prepare_dagster_home
 
     home = prepare_dagster_home()
     stopping: list[int] = []

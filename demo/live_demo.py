@@ -1,4 +1,4 @@
-"""The live demo (`./tj demo --live`, i.e. `python -m pipelines.live_demo`): the Dagster UI on
+"""The live demo (`./tj demo --live`, i.e. `python -m demo.live_demo`): the Dagster UI on
 127.0.0.1 with the sensors and the nightly schedule on, and a generator that lands out-of-order,
 late and bad orders and rates every few seconds (`live_data.py`).
 
@@ -38,10 +38,10 @@ from typing import Any
 
 import yaml
 
+from demo.live_data import LiveConfig, LiveGenerator
 from joins.core.human import duration, iso_time
-from pipelines.dagster_server import DagsterServer
-from pipelines.dev import WarmSpark, run_worker, warm_spark
-from pipelines.live_data import LiveConfig, LiveGenerator
+from runplatform.dagster_server import DagsterServer
+from runplatform.dev import WarmSpark, run_worker, warm_spark
 
 LOCATION = "pipelines.definitions"
 LIVE_MARKER = ".tj-live-demo"
@@ -57,7 +57,7 @@ def live_spec(*, sensor_interval_s: int, backfill_every_min: int) -> dict[str, A
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.live_demo",
+    parser = argparse.ArgumentParser(prog="python -m demo.live_demo",
                                      description="the Dagster UI with sensors on and data landing")
     parser.add_argument("--root", default=None,
                         help="demo lake root (kept from run to run; --fresh wipes it)")
@@ -74,12 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
 
+    from demo.demo_runner import fresh_root as _fresh_root
+    from demo.sample_data import write_wave
     from joins.pipeline import PipelineLayout, parse_pipeline_spec
     from joins.pipeline.observe import data_days, landing_status
     from pipelines.definitions import build_definitions, lake_root_from_env
-    from pipelines.demo_runner import fresh_root as _fresh_root
-    from pipelines.instance import prepare_dagster_home
-    from pipelines.sample_data import write_wave
+    from runplatform.instance import prepare_dagster_home
 
     root = Path(args.root or lake_root_from_env()).resolve()
     # Only a lake this live demo made is kept: `./tj demo` lands other waves in the same folders.
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import dagster as dg
 
-    from pipelines.recording import Recorder
+    from demo.recording import Recorder
 
     instance = dg.DagsterInstance.get()
     defs = build_definitions(lake_root=str(root), spec_dir=specs)

@@ -1,4 +1,4 @@
-"""Warm a Spark for the UI's runs (`python -m pipelines.warm_up`, with TJ_SPARK_REMOTE set).
+"""Warm a Spark for the UI's runs (`python -m runplatform.warm_up`, with TJ_SPARK_REMOTE set).
 
 A JVM runs a job several times slower before its JIT has compiled the code paths (measured on
 a fresh Spark Connect server, one two-day backfill of the demo after another: 19 s, 9.9 s, 7.1 s,
@@ -10,11 +10,14 @@ Nothing of the user's lake or instance is touched.
 
 from __future__ import annotations
 
+import csv
+import json
 import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -25,28 +28,62 @@ from pipelines.definitions import (
     build_definitions,
     spark_resource_from_env,
 )
-from pipelines.sample_data import HOUR_MS, SampleConfig, generate, write_wave
 from resources import LakeResource, SparkResource
 
-# Two event days (2024-03-01 and -02), a few dozen rows: the code paths, not the volume.
-TINY = SampleConfig(days=2, waves=3, orders_per_day=12, rate_interval_ms=4 * HOUR_MS, late_orders=0,
-                    late_rates=0)
+# The sample starts on 2024-03-01 (UTC), the demo pipeline's start_date.
+START_MS = 1_709_251_200_000
+HOUR_MS = 3_600_000
+RATES = {"EUR": 1.08, "USD": 1.0, "GBP": 0.86}
 QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 DAYS = {"dagster/asset_partition_range_start": "2024-03-01",
         "dagster/asset_partition_range_end": "2024-03-02"}
 
 
-def sample_lake(root: Path, instance: dg.DagsterInstance, spark: SparkResource,
-                sample: SampleConfig = TINY) -> None:
-    """Land, ingest and micro-batch `sample` (a wave, a micro-batch) into the demo pipeline's
-    lake at `root`."""
+def tiny_waves(days: int = 2, waves: int = 3) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """(orders, rates) of each landing wave over `days` event days: a rate per currency every
+    four hours and a dozen orders a day, each landing in the wave of its time. The code paths
+    of ingest, micro-batch and backfill, not the volume (the demo's own data: `demo`)."""
+    span = days * 24 * HOUR_MS
+    out: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = [([], []) for _ in range(waves)]
+
+    def wave(ts: int) -> int:
+        return min(waves - 1, (ts - START_MS) * waves // span)
+
+    for hour in range(0, days * 24, 4):
+        ts = START_MS + hour * HOUR_MS
+        for currency, rate in RATES.items():
+            out[wave(ts)][1].append({"currency": currency, "rate": rate + hour / 10_000, "ts": ts})
+    orders = 12 * days
+    for i in range(orders):
+        ts = START_MS + i * span // orders + 7 * 60_000
+        out[wave(ts)][0].append({"order_id": f"w-{i:03d}", "currency": list(RATES)[i % len(RATES)],
+                                 "amount": 10.0 + i, "ts": ts})
+    return out
+
+
+def _land(orders: list[dict[str, Any]], rates: list[dict[str, Any]], index: int,
+          orders_dir: Path, rates_dir: Path) -> None:
+    orders_dir.mkdir(parents=True, exist_ok=True)
+    rates_dir.mkdir(parents=True, exist_ok=True)
+    (orders_dir / f"{index:04d}-orders.jsonl").write_text(
+        "".join(json.dumps(o, sort_keys=True) + "\n" for o in orders))
+    with (rates_dir / f"{index:04d}-rates.csv").open("w", newline="") as out:
+        writer = csv.DictWriter(out, ["currency", "rate", "ts"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rates)
+
+
+def sample_lake(root: Path, instance: dg.DagsterInstance, spark: SparkResource, *,
+                days: int = 2, waves: int = 3) -> None:
+    """Land, ingest and micro-batch `tiny_waves` (a wave, a micro-batch) into the demo
+    pipeline's lake at `root`."""
     resources = {"spark": spark, "lake": LakeResource(root=str(root))}
     ja = build_pipeline_assets(DEMO_SPEC)
     layout = layout_of(resources["lake"], ja.spec)
     defs = build_definitions([DEMO_SPEC], lake_root=str(root), spark=spark)
-    for wave in generate(sample):
-        write_wave(wave, orders_dir=Path(layout.landing(ja.spec.stream)),
-                   rates_dir=Path(layout.landing(ja.spec.table)))
+    for index, (orders, rates) in enumerate(tiny_waves(days, waves)):
+        _land(orders, rates, index, Path(layout.landing(ja.spec.stream)),
+              Path(layout.landing(ja.spec.table)))
         dg.materialize(ja.assets[:2], resources=resources, instance=instance, run_config=QUIET)
         defs.resolve_job_def(ja.microbatch_job_name).execute_in_process(instance=instance,
                                                                         run_config=QUIET)

@@ -2,7 +2,7 @@
 recording the asset events of each run (`demo.py` tells the story, this runs it).
 
 Ticks and runs are recorded in the instance under the code location `./tj dev` loads
-(`pipelines.recording`): the UI then shows the runs per job, and the ticks and cursors per
+(`demo.recording`): the UI then shows the runs per job, and the ticks and cursors per
 sensor and schedule."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def fresh_root(root: Path) -> None:
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    (root / MARKER).write_text("created by python -m pipelines.demo; wiped on every demo run\n")
+    (root / MARKER).write_text("created by python -m demo; wiped on every demo run\n")
 
 
 def short_ts(ms: int | None) -> str:
@@ -85,7 +85,7 @@ class Demo:
     def __init__(self, root: Path, instance: Any | None = None, *, echo: bool = True) -> None:
         import dagster as dg
 
-        from pipelines.recording import Recorder
+        from demo.recording import Recorder
 
         self.dg = dg
         self.root = root

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from demo.demo_runner import Demo, _print_checks, ingest_sources, microbatches
+from demo.sample_order_customers import write_order_updates
 from pipelines.definitions import FK_SPEC
-from pipelines.demo_runner import Demo, _print_checks, ingest_sources, microbatches
-from pipelines.sample_order_customers import write_order_updates
 
 SPEC = FK_SPEC
 
@@ -59,7 +59,7 @@ def summary(demo: Demo, spec: Any, out: OrderCustomerResult) -> None:
                    f"{md['batch_answers']:>7} "
                    f"{md['batch_fan_out']:>7} {md['batch_stale_discarded']:>5} {md['batch_rows_out']:>4} "
                    f"{md['batch_out_of_order_ignored_left']:>3}/{md['batch_out_of_order_ignored_right']}")
-    from pipelines.demo_runner import short_ts as _ts
+    from demo.demo_runner import short_ts as _ts
 
     session = demo.defs.resources["spark"].get_session()
     output = lake.read_delta(session, _layout(demo, spec).output)

@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from demo.demo_order_customer import OrderCustomerResult, ingest_and_join
+from demo.demo_order_customer import land as land_orders
+from demo.demo_order_customer import summary as fk_summary
+from demo.demo_runner import microbatches
+from demo.demo_runner import short_ts as _ts
+from demo.sample_accounts import generate_accounts, write_accounts_wave
+from demo.sample_data import SampleConfig
+from demo.sample_order_customers import generate_order_customers
 from pipelines.definitions import ACCOUNTS_SPEC, COUNT_SPEC, FK_SPEC
-from pipelines.demo_order_customer import OrderCustomerResult, ingest_and_join
-from pipelines.demo_order_customer import land as land_orders
-from pipelines.demo_order_customer import summary as fk_summary
-from pipelines.demo_runner import microbatches
-from pipelines.demo_runner import short_ts as _ts
-from pipelines.sample_accounts import generate_accounts, write_accounts_wave
-from pipelines.sample_data import SampleConfig
-from pipelines.sample_order_customers import generate_order_customers
 
 if TYPE_CHECKING:
-    from pipelines.demo_runner import Demo
+    from demo.demo_runner import Demo
 
 JOIN_SPEC = ACCOUNTS_SPEC
 
@@ -105,7 +105,7 @@ def run_accounts(demo: Demo, root: Path, cfg: SampleConfig) -> AccountsResult:
              + ", ".join(f"{k} {n}" for k, n in sorted(out.counts.items())))
 
     demo.say(f"asset checks of {spec.name} after the micro-batches:")
-    from pipelines.demo_runner import _print_checks
+    from demo.demo_runner import _print_checks
 
     checks = list(demo.sensor_runs(f"{spec.name}_staleness_sensor"))
     out.checks_before = _print_checks(demo, checks[0] if checks else

@@ -1,10 +1,10 @@
-"""The warm run worker (`python -m pipelines.run_worker`): runs launched from the UI execute in
+"""The warm run worker (`python -m runplatform.run_worker`): runs launched from the UI execute in
 one long-lived process that holds a warm SparkSession and has Dagster and the code loaded.
 
 Dagster's default run launcher starts a process per run: an interpreter, Dagster's import, the
 code location's load and a Spark connection, about 3 s before the first step, and then every
 Spark call of the run crosses Spark Connect. `./tj dev` starts this worker instead; the
-instance's run launcher (`pipelines.launcher.WarmWorkerRunLauncher`) hands it each run by id
+instance's run launcher (`runplatform.launcher.WarmWorkerRunLauncher`) hands it each run by id
 over 127.0.0.1, and falls back to a process per run when no worker is up.
 
 - One run at a time, in one thread, first come first run: Dagster captures a step's output by
@@ -177,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _warm_up(worker: RunWorker) -> None:
-    from pipelines.warm_up import warm_up
+    from runplatform.warm_up import warm_up
 
     started = time.monotonic()
     try:
@@ -227,7 +227,7 @@ def serve(home: Path, *, port: int = 0, warm_up: bool = True) -> None:
 
 
 def main() -> int:
-    from pipelines.instance import dagster_home
+    from runplatform.instance import dagster_home
 
     serve(dagster_home(), port=int(os.environ.get("TJ_RUN_WORKER_PORT", "0")),
           warm_up=os.environ.get("TJ_WARM_UP", "1") != "0")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.sample_data import HOUR_MS, MINUTE_MS, SampleConfig, _atomic_write, _csv, _jsonl
+from demo.sample_data import HOUR_MS, MINUTE_MS, SampleConfig, _atomic_write, _csv, _jsonl
 
 COUNTRIES = ("NL", "FR", "DE", "BE")
 CUSTOMER_COLUMNS = ["customer_id", "name", "country", "deleted", "ts"]

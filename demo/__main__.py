@@ -1,0 +1,5 @@
+import sys
+
+from demo.run import main
+
+sys.exit(main())
