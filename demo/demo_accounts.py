@@ -59,7 +59,7 @@ def run_accounts(demo: Demo, root: Path, cfg: SampleConfig) -> AccountsResult:
     from joins.changelog.keyed import latest_per_key
     from joins.operators.table_table_join.backfill import current_results
     from joins.pipeline import PipelineLayout, parse_pipeline_spec
-    from pipelines.definitions import checks_job_name
+    from pipelines.factory import checks_job_name
 
     out = AccountsResult()
     spec = parse_pipeline_spec(JOIN_SPEC)

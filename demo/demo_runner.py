@@ -240,7 +240,7 @@ def checks_and_nightly_backfill(demo: Demo, spec: Any) -> tuple[dict[str, bool],
     """Run the join's checks (as the staleness sensor asks: over the late-data horizon, a
     verdict per event day), its nightly backfill of the stale days (as the schedule asks), and
     report: (checks before, the backfill's metadata, checks after)."""
-    from pipelines.definitions import checks_job_name
+    from pipelines.factory import checks_job_name
 
     demo.say(f"asset checks of {spec.name} after the micro-batches (the staleness sensor runs "
              f"them over the late-data horizon):")

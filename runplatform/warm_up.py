@@ -22,12 +22,8 @@ from typing import Any
 import dagster as dg
 
 from assets.factory import build_pipeline_assets, layout_of
-from pipelines.definitions import (
-    DEMO_SPEC,
-    backfill_job_name,
-    build_definitions,
-    spark_resource_from_env,
-)
+from pipelines.definitions import DEMO_SPEC, build_definitions, spark_resource_from_env
+from pipelines.factory import backfill_job_name
 from resources import LakeResource, SparkResource
 
 # The sample starts on 2024-03-01 (UTC), the demo pipeline's start_date.

@@ -17,7 +17,8 @@ from demo.demo_order_customer import SPEC
 from joins import lake
 from joins.errors import ConfigError
 from joins.pipeline import parse_pipeline_spec
-from pipelines.definitions import build_definitions, checks_job_name
+from pipelines.definitions import build_definitions
+from pipelines.factory import checks_job_name
 from resources import LakeResource, SparkResource
 from tests.dagster.test_materialize import QUIET, _batch, _checks, _materializations
 

@@ -16,7 +16,8 @@ from demo.sample_data import HOUR_MS, SampleConfig, generate, write_wave
 from demo.sample_deliveries import DeliveryConfig, generate_deliveries, write_deliveries
 from joins.errors import ConfigError
 from joins.pipeline import parse_pipeline_spec
-from pipelines.definitions import DELIVERIES_SPEC, build_definitions, checks_job_name
+from pipelines.definitions import DELIVERIES_SPEC, build_definitions
+from pipelines.factory import checks_job_name
 from resources import LakeResource, SparkResource
 from tests.dagster.test_materialize import QUIET, _batch, _checks, _materializations
 

@@ -206,7 +206,8 @@ def test_a_day_late_data_made_stale_then_fresh_after_the_backfill(
     from demo.demo_runner import Demo
     from joins.pipeline import PipelineLayout, parse_pipeline_spec
     from pipelines.checks import stale_days
-    from pipelines.definitions import DEMO_SPEC, checks_job_name
+    from pipelines.definitions import DEMO_SPEC
+    from pipelines.factory import checks_job_name
     from pipelines.partitions import late_data_days
     from pipelines.schedules import RANGE_END_TAG, RANGE_START_TAG
 

@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from assets.factory import build_pipeline_assets
-from pipelines.definitions import DEMO_SPEC, backfill_job_name
+from pipelines.definitions import DEMO_SPEC
+from pipelines.factory import backfill_job_name
 from resources import SparkResource
 from resources.spark import SESSION_LOG_PREFIX
 from runplatform.dev import warm_spark

@@ -20,7 +20,8 @@ import dagster as dg
 import pytest
 
 from assets.factory import build_pipeline_assets
-from pipelines.definitions import DEMO_SPEC, backfill_job_name, build_definitions
+from pipelines.definitions import DEMO_SPEC, build_definitions
+from pipelines.factory import backfill_job_name
 from resources import SparkResource
 from resources.spark import SESSION_LOG_PREFIX
 from runplatform.launcher import WORKER_TAG, worker_url
