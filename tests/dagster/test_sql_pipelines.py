@@ -272,3 +272,28 @@ def test_a_sql_pipeline_repeating_a_name_is_refused_at_its_insert_into(tmp_path:
     assert errors == [f"{folder / 'orders_with_rates.sql'}: line 12, column 13, config.name: "
                       f"['orders_with_rates'] already defined by another spec; pipeline and "
                       f"source names must be unique"]
+
+
+# What each writes after one micro-batch over `LANDED["accounts"]`: c2's account closes at 5 h.
+FILTER_AND_SUM_ROWS = {
+    # Per key: its value (None: not in the filter's result, a delete), the filter applied.
+    "open_accounts": (lambda r: (r["customer_id"], r["status"] if r["has_value"] else None),
+                      {("c1", "open"), ("c2", None), ("c3", "open")}),
+    # Per status: the sum of the balances of the accounts that hold it (c1's 100 and c3's 7.5).
+    "balance_per_status": (lambda r: (r["key"], r["sum"], r["tombstone"]), {("open", 107.5, False)}),
+}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "yaml_text", "sql_text"), [
+    ("open_accounts", FILTER_YAML, FILTER_SQL), ("balance_per_status", SUM_YAML, SUM_SQL)],
+    ids=["filter", "aggregate"])
+def test_a_filter_and_an_aggregate_in_sql_write_the_yaml_twins_rows(
+        spark: Any, tmp_path: Path, name: str, yaml_text: str, sql_text: str) -> None:
+    sql = _rows(spark, _folder(tmp_path / "sql_specs", **{f"{name}.sql": sql_text}),
+                tmp_path / "sql", name)
+    view, want = FILTER_AND_SUM_ROWS[name]
+    assert {view(r) for r in sql} == want
+    assert sql == _rows(spark, _folder(tmp_path / "yaml_specs", **{f"{name}.yaml": yaml_text}),
+                        tmp_path / "yaml", name)
