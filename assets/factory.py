@@ -22,6 +22,7 @@ module only translates. Resources: `spark` (resources.SparkResource), `lake` (re
 # No `from __future__ import annotations`: Dagster reads the ops' config annotations at runtime.
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from dagster import (
     AssetExecutionContext,
@@ -31,9 +32,12 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     BackfillPolicy,
+    CodeReferencesMetadataValue,
     DailyPartitionsDefinition,
     JobDefinition,
+    LocalFileCodeReference,
     MaterializeResult,
+    MetadataValue,
     OpExecutionContext,
     asset,
     job,
@@ -97,15 +101,27 @@ def layout_of(lake: LakeResource, spec: PipelineSpec) -> PipelineLayout:
     return lake.layout(spec)
 
 
-def _join_asset(spec: PipelineSpec,
-                partitions_def: DailyPartitionsDefinition) -> AssetsDefinition | AssetSpec:
+def _spec_metadata(spec: PipelineSpec, spec_file: str | None) -> dict[str, Any]:
+    """The spec's settings, and where it is written (the UI's "source" link), when a file."""
+    metadata: dict[str, Any] = settings_metadata(spec.settings())
+    if spec_file is not None:
+        kind = "SQL" if spec_file.endswith(".sql") else "YAML"
+        metadata["spec_file"] = MetadataValue.path(spec_file)
+        metadata["dagster/code_references"] = CodeReferencesMetadataValue(code_references=[
+            LocalFileCodeReference(file_path=spec_file, label=f"pipeline spec ({kind})")])
+    return metadata
+
+
+def _join_asset(spec: PipelineSpec, partitions_def: DailyPartitionsDefinition,
+                spec_file: str | None = None) -> AssetsDefinition | AssetSpec:
+    metadata = _spec_metadata(spec, spec_file)
     if not spec.has_batch_form:
         # Nothing to run but its micro-batches (which report its materializations): an asset
         # the UI offers no Materialize or backfill for, rather than one that can only fail.
         return AssetSpec(
             spec.name, group_name=spec.name, kinds=KINDS, partitions_def=partitions_def,
             deps=[AssetKey([i.name]) for i in spec.pipeline_inputs()],
-            metadata=settings_metadata(spec.settings()),
+            metadata=metadata,
             description=(spec.description or spec.summary()) + (
                 " Written by its micro-batches only: it has no batch form, so there is nothing "
                 "to materialize or backfill by hand."))
@@ -116,7 +132,7 @@ def _join_asset(spec: PipelineSpec,
     @asset(name=spec.name, group_name=spec.name, kinds=KINDS, description=description,
            partitions_def=partitions_def, backfill_policy=BackfillPolicy.single_run(),
            deps=[AssetKey([i.name]) for i in spec.pipeline_inputs()],
-           metadata=settings_metadata(spec.settings()))
+           metadata=metadata)
     def _join(context: AssetExecutionContext, spark: SparkResource,
               lake: LakeResource) -> MaterializeResult:
         from joins import lake as delta
@@ -200,14 +216,16 @@ def _microbatch_job(spec: PipelineSpec) -> JobDefinition:
 
 def build_pipeline_assets(spec: PipelineSpec | dict,  # type: ignore[type-arg]
                           partitions_def: DailyPartitionsDefinition | None = None, *,
-                          shared: frozenset[str] = frozenset()) -> PipelineAssets:
+                          shared: frozenset[str] = frozenset(),
+                          spec_file: str | None = None) -> PipelineAssets:
     """The assets and the micro-batch job of one pipeline spec (ConfigError for a bad spec).
     `partitions_def`: the join's event days (default: the spec's `start_date` alone; the code
     location passes the days the lake has data for, `pipelines.partitions.fitted_partitions`).
-    `shared`: the sources defined apart (`joins.pipeline.shared`): no asset of them here."""
+    `shared`: the sources defined apart (`joins.pipeline.shared`): no asset of them here.
+    `spec_file`: the file the spec was read from (linked from the join asset's page)."""
     spec = parse_pipeline_spec(spec)
     partitions_def = partitions_def or event_day_partitions(spec.start_date)
-    join = _join_asset(spec, partitions_def)
+    join = _join_asset(spec, partitions_def, spec_file)
     return PipelineAssets(
         spec=spec, partitions_def=partitions_def,
         sources={i.role: build_source_assets(i, group=spec.name, readers=(spec,))

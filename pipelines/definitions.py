@@ -73,7 +73,9 @@ def build_definitions(specs: Sequence[PipelineSpec | dict[str, Any]] = (), *, la
         for error in loaded.errors:
             log.error("pipeline spec not loaded: %s", error)
         shared = frozenset(loaded.sources)
-        parts += [definitions_for(spec, lake_root=lake_root, shared=shared) for spec in loaded.specs]
+        parts += [definitions_for(spec, lake_root=lake_root, shared=shared,
+                                  spec_file=loaded.files.get(spec.name))
+                  for spec in loaded.specs]
         by_name = {spec.name: spec for spec in loaded.specs}
         parts += [shared_source_definitions(use, [by_name[r] for r in use.readers])
                   for use in loaded.sources.values()]

@@ -53,7 +53,8 @@ def shared_source_definitions(use: SourceUse, readers: Sequence[PipelineSpec]) -
 
 
 def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None = None,
-                    shared: frozenset[str] = frozenset()) -> Definitions:
+                    shared: frozenset[str] = frozenset(), spec_file: str | None = None
+                    ) -> Definitions:
     """One pipeline's assets, checks, jobs, sensors and schedule (no resources). With
     `lake_root`, the join's event-day partitions are the days the lake has data for.
     `shared`: the sources it reads that are defined apart (`shared_source_definitions`)."""
@@ -61,7 +62,7 @@ def definitions_for(raw: PipelineSpec | dict[str, Any], *, lake_root: str | None
     partitions = None
     if lake_root is not None:
         partitions = fitted_partitions(LakeResource(root=lake_root).layout(spec))
-    pa = build_pipeline_assets(spec, partitions, shared=shared)
+    pa = build_pipeline_assets(spec, partitions, shared=shared, spec_file=spec_file)
     backfill = define_asset_job(
         backfill_job_name(spec), selection=AssetSelection.assets(pa.join_key),
         tags={MODE_TAG: MODE_BACKFILL},

@@ -84,6 +84,13 @@ def test_the_sql_folder_makes_the_yaml_folders_definitions(tmp_path: Path) -> No
     assert {"orders_with_rates_microbatch", "customer_accounts_microbatch",
             "rates_ingest"} <= set(shape["jobs"])
     assert "orders_with_rates_nightly_backfill" in shape["schedules"]
+    # Each join's page links the file it was read from.
+    for defs, folder, suffix in ((sql, SQL_SPECS, "sql"), (twins, tmp_path / "yaml", "yaml")):
+        join = defs.resolve_asset_graph().get(dg.AssetKey("customer_accounts"))
+        assert join.metadata["spec_file"].path == str(folder / f"customer_accounts.{suffix}")
+        [reference] = join.metadata["dagster/code_references"].code_references
+        assert reference.file_path == str(folder / f"customer_accounts.{suffix}")
+        assert reference.label == f"pipeline spec ({suffix.upper()})"
     assert "orders_with_rates.backfill_agrees_with_stream" in " ".join(shape["checks"]).replace(
         "orders_with_rates:", "orders_with_rates.")
 
