@@ -57,7 +57,7 @@ def spark_resource_from_env() -> SparkResource:
     settings = SparkSettings.from_env()
     return SparkResource(master=settings.master, remote=settings.remote,
                          shuffle_partitions=settings.shuffle_partitions,
-                         driver_memory=settings.driver_memory)
+                         driver_memory=settings.driver_memory, extra_conf=settings.extra_conf)
 
 
 def build_definitions(specs: Sequence[PipelineSpec | dict[str, Any]] = (), *, lake_root: str,

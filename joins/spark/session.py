@@ -44,12 +44,14 @@ class SparkSettings:
 
     @classmethod
     def from_env(cls) -> SparkSettings:
-        """Settings from TJ_SPARK_MASTER / TJ_SPARK_REMOTE / TJ_SHUFFLE_PARTITIONS if set."""
+        """Settings from TJ_SPARK_MASTER / TJ_SPARK_REMOTE / TJ_SHUFFLE_PARTITIONS /
+        TJ_DRIVER_MEMORY / TJ_SPARK_CONF (further settings, a JSON object) if set."""
         return cls(
             master=os.environ.get("TJ_SPARK_MASTER", "local[*]"),
             remote=os.environ.get("TJ_SPARK_REMOTE") or None,
             shuffle_partitions=int(os.environ.get("TJ_SHUFFLE_PARTITIONS", "4")),
             driver_memory=os.environ.get("TJ_DRIVER_MEMORY", "4g"),
+            extra_conf=spark_conf_from_env(),
         )
 
     def conf(self) -> dict[str, str]:
@@ -89,6 +91,35 @@ class SparkSettings:
             })
         conf.update(self.extra_conf)
         return conf
+
+
+def spark_conf_from_env(variable: str = "TJ_SPARK_CONF") -> dict[str, str]:
+    """Further Spark settings from `variable`, a JSON object of `spark.*` keys (for example a
+    catalog: `{"spark.sql.catalogImplementation": "hive"}`); ConfigError names what is wrong."""
+    import json
+
+    from joins.errors import ConfigError
+
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return {}
+    example = '{"spark.sql.catalogImplementation": "hive"}'
+    try:
+        conf = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{variable}: not JSON ({exc.msg} at character {exc.pos}); give a JSON "
+                          f"object of Spark settings, e.g. {example}") from None
+    if not isinstance(conf, dict):
+        raise ConfigError(f"{variable}: give a JSON object of Spark settings, e.g. {example}; "
+                          f"got {type(conf).__name__}")
+    bad = [k for k in conf if not k.startswith("spark.")]
+    if bad:
+        raise ConfigError(f"{variable}: Spark settings start with 'spark.', got {bad}")
+    nested = [k for k, v in conf.items() if isinstance(v, (dict, list)) or v is None]
+    if nested:
+        raise ConfigError(f"{variable}: a setting's value is a string, number or boolean; "
+                          f"{nested} are not")
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in conf.items()}
 
 
 def session_jars() -> list[Path]:

@@ -89,6 +89,27 @@ def test_lake_root_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, t
     assert defs.resources["lake"].root_path() == str(tmp_path)
 
 
+def test_spark_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from joins.errors import ConfigError
+    from pipelines.definitions import spark_resource_from_env
+
+    monkeypatch.setenv("TJ_SPARK_MASTER", "spark://somewhere:7077")
+    monkeypatch.setenv("TJ_SPARK_CONF", '{"spark.sql.catalogImplementation": "hive", '
+                                        '"spark.executor.cores": 2, "spark.eventLog.enabled": true}')
+    resource = spark_resource_from_env()
+    assert resource.master == "spark://somewhere:7077"
+    assert resource.settings().conf()["spark.sql.catalogImplementation"] == "hive"
+    assert resource.extra_conf == {"spark.sql.catalogImplementation": "hive",
+                                   "spark.executor.cores": "2", "spark.eventLog.enabled": "true"}
+    for bad, message in [("catalogImplementation=hive", r"TJ_SPARK_CONF: not JSON .*e\.g\. \{"),
+                         ('["spark.a"]', "TJ_SPARK_CONF: give a JSON object of Spark settings"),
+                         ('{"sql.x": "1"}', r"start with 'spark\.', got \['sql\.x'\]"),
+                         ('{"spark.a": {"b": 1}}', r"\['spark\.a'\] are not")]:
+        monkeypatch.setenv("TJ_SPARK_CONF", bad)
+        with pytest.raises(ConfigError, match=message):
+            spark_resource_from_env()
+
+
 def test_two_specs_in_one_location() -> None:
     other = {**DEMO_SPEC, "name": "trades_with_rates",
              "stream": {**DEMO_SPEC["stream"], "name": "trades"},
