@@ -63,10 +63,31 @@ def _int(value: int | None) -> Any:
     return MetadataValue.int(value if value is not None else -1)
 
 
+# What the UI says of the columns every operator's tables share; the rest are the user's own
+# (named after the spec's columns) or, starting with `_`, the engine's lineage.
+COLUMN_DESCRIPTIONS = {
+    "ts": "event time, epoch milliseconds (UTC)",
+    "ts_utc": "event time as a TIMESTAMP (UTC)",
+    "event_date": "the UTC day of the event time: the Delta partition and the Dagster partition",
+    "batch_id": "the micro-batch that wrote the row",
+    "_batch_id": "the micro-batch that wrote the row",
+    "tombstone": "a delete: the key has no value from this row's time on",
+    "is_latest": "false for an out-of-order update, forwarded after a newer one (Kafka Streams' "
+                 "versioned semantics)",
+}
+LINEAGE = ("lineage: the engine's bookkeeping (which input rows, which batch, the order it "
+           "emitted them), what makes re-runs exactly once and replays comparable; not data")
+
+
 def column_schema(schema: Any) -> Any:
-    """A Spark StructType (a Delta table's schema) as Dagster's column schema."""
+    """A Spark StructType (a Delta table's schema) as Dagster's column schema, the shared and
+    the lineage columns described."""
+    def described(name: str) -> str | None:
+        return COLUMN_DESCRIPTIONS.get(name) or (LINEAGE if name.startswith("_") else None)
+
     return MetadataValue.table_schema(TableSchema(columns=[
-        TableColumn(name=f.name, type=f.dataType.simpleString()) for f in schema.fields]))
+        TableColumn(name=f.name, type=f.dataType.simpleString(), description=described(f.name))
+        for f in schema.fields]))
 
 
 def table_metadata(summary: TableSummary | None, schema: Any | None) -> dict[str, Any]:
