@@ -78,6 +78,20 @@ class ChangelogJoinEngine:
     def stream_time(self) -> int | None:
         return carried_stream_time(self.layout, self.app)
 
+    def step(self) -> Any:
+        """The operator's incremental step, as its micro-batches run it."""
+        raise NotImplementedError
+
+    def runtime(self) -> Any:
+        """The join as the runtime runs it (`joins.reproduce.Runtime`). Its batch form writes
+        the temporal history, a table of its own, so the output's days are rebuilt from the
+        micro-batches that wrote them (no form needed)."""
+        from joins.incremental import Source
+        from joins.reproduce import Runtime
+
+        return Runtime(self.spec.name, self.step(), None, self.layout.join,
+                       {side: Source(self.layout.input_table(side)) for side in ("left", "right")})
+
     def output_identity(self) -> tuple[str, ...]:
         return (self.spec.left.key_column, BATCH_ID)
 

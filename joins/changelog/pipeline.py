@@ -141,6 +141,15 @@ class TableOperatorEngine:
         raise ConfigError(f"{self.spec.operator} {self.spec.name!r} has no batch form: its output "
                           f"is kept by micro-batches only, nothing to backfill")
 
+    def runtime(self) -> Any:
+        """The operator as the runtime runs it (`joins.reproduce.Runtime`); without a batch form
+        its output is written by micro-batches only, which rebuild any past batch or day."""
+        from joins.incremental import Source
+        from joins.reproduce import Runtime
+
+        return Runtime(self.spec.name, self.spec.step(self.layout), None, self.layout.join,
+                       {"table": Source(self.layout.input_table("table"))})
+
     def stream_time(self) -> int | None:
         from joins.incremental import BatchLog
 

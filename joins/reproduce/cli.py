@@ -48,7 +48,7 @@ def join_runtime(name: str, *, specs: str, root: str) -> Runtime:
     runtime = getattr(engine, "runtime", None)
     if runtime is None:
         raise ReproduceError(f"{name}: reproducing is not available for the {spec.operator} "
-                             f"operator yet (stream_table_join and interval_join have it)")
+                             f"operator")
     made: Runtime = runtime()
     return made
 

@@ -50,11 +50,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Runtime:
-    """A join as the runtime runs it: its step, its batch form, its tables and input sources."""
+    """A join as the runtime runs it: its step, its batch form, its tables and input sources.
+    `form` is None where backfills never write the output (the table-result operators: no batch
+    form, or one that writes a history table of its own), so an output day is rebuilt from the
+    micro-batches alone."""
 
     join: str
     step: IncrementalOperator
-    form: BatchForm
+    form: BatchForm | None
     root: JoinRoot
     sources: Mapping[str, Source]
 
@@ -137,6 +140,9 @@ def _backfilled(spark: SparkSession, rt: Runtime, day: dt.date, write: DayWrite,
         if version is not None:
             require_version(rt.root.state(name), version, f"{rt.join}'s state table {name!r}")
     pins.update({BATCH: batch, **versions, **{f"state {n}": v for n, v in state.items() if v is not None}})
+    if rt.form is None:
+        raise ReproduceError(f"{rt.join}: output commit {write.version} is a backfill, but this "
+                             f"join has no batch form to recompute it with")
     pinned = {role: Pinned(src, versions.get(role)) for role, src in rt.sources.items()}
     ctx = BackfillContext(spark, rt.root, pinned, done, PhaseClock(spark, rt.join), state)
     return rt.form.backfill_rows(ctx, [day])

@@ -126,6 +126,11 @@ class FkJoinEngine(ChangelogJoinEngine):
     package: ClassVar[str] = "joins.operators.fk_join"
     app: ClassVar[str] = "fk_join"
 
+    def step(self) -> Any:
+        from joins.operators.fk_join.spark_incremental import FkJoinStep
+
+        return FkJoinStep(self.spec.engine_spec(), self.spec.columns(), self.spec.quarantine_expired)
+
     def microbatch(self, spark: SparkSession) -> RunSummary:
         from joins.operators.fk_join.spark_incremental import run_microbatch
 

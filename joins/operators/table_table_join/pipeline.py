@@ -102,6 +102,12 @@ class TableTableJoinEngine(ChangelogJoinEngine):
     package: ClassVar[str] = "joins.operators.table_table_join"
     app: ClassVar[str] = "table_table_join"
 
+    def step(self) -> Any:
+        from joins.operators.table_table_join.spark_incremental import TableTableJoinStep
+
+        return TableTableJoinStep(self.spec.engine_spec(), self.spec.columns(),
+                                  self.spec.quarantine_expired)
+
     def microbatch(self, spark: SparkSession) -> RunSummary:
         from joins.operators.table_table_join.spark_incremental import run_microbatch
 
