@@ -99,3 +99,26 @@ def test_a_partition_replacement_removes_only_its_days(spark: Any, tmp_path: Pat
         lake.write_delta(spark.createDataFrame([(8, "y", D2)], SCHEMA), str(path),
                          mode="overwrite", replace_partitions={"day": [D1]})
     assert lake.delta_version(str(path)) == 1
+
+
+def test_without_statistics_a_committed_empty_file_stays(spark: Any, tmp_path: Path) -> None:
+    """Spark writes an empty file when an unpartitioned write's first task has no rows. With
+    statistics collection on (the default), Delta leaves it out of the commit and the writer
+    removes it; with it off, Delta commits it, and the next write must not take it for its own
+    leftover (a committed file gone: the table unreadable)."""
+    path = str(tmp_path / "t")
+
+    def first_task_empty(k: int) -> Any:
+        return spark.range(0, 2, 1, 2).where("id = 1").selectExpr(f"{k} AS k", "'x' AS v")
+
+    spark.conf.set("spark.databricks.delta.stats.collect", "false")
+    try:
+        lake.write_delta(first_task_empty(1), path)
+        lake.write_delta(first_task_empty(2), path)
+    finally:
+        spark.conf.unset("spark.databricks.delta.stats.collect")
+    assert rows(spark, Path(path)) == [(1, "x"), (2, "x")]
+    lake.write_delta(first_task_empty(3), path)   # statistics on again: its empty file goes
+    assert rows(spark, Path(path)) == [(1, "x"), (2, "x"), (3, "x")]
+    log = lake.table_summary(path)
+    assert log.files == len([p for p in Path(path).glob("part-*.parquet")]), log

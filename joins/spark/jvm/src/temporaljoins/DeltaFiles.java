@@ -100,17 +100,18 @@ final class DeltaFiles {
    * An unpartitioned write whose first task had no rows wrote an empty file (Spark's writer
    * keeps one file with the schema), which Delta leaves out of the commit: remove it, or every
    * small batch would leave one orphan in the table's folder. Only files of no rows written
-   * since this write began are candidates: never a file any commit can reference.
+   * since this write began, and that no commit references, are candidates.
    */
-  static void removeEmptyFirstFile(DeltaLog log, java.util.Set<String> added,
-                                           long started) {
+  static void removeEmptyFirstFile(OptimisticTransaction txn, DeltaLog log,
+                                   java.util.Set<String> added, long started) {
     try {
       Path root = log.dataPath();
       var conf = log.newDeltaHadoopConf();
       FileSystem fs = root.getFileSystem(conf);
       for (org.apache.hadoop.fs.FileStatus file : fs.listStatus(root,
           p -> p.getName().startsWith("part-00000-") && p.getName().endsWith(".parquet"))) {
-        if (file.getModificationTime() + 2000 < started || added.contains(file.getPath().getName())) {
+        String name = file.getPath().getName();
+        if (file.getModificationTime() + 2000 < started || added.contains(name)) {
           continue;
         }
         var input = org.apache.parquet.hadoop.util.HadoopInputFile.fromStatus(file, conf);
@@ -118,7 +119,7 @@ final class DeltaFiles {
         try (var reader = org.apache.parquet.hadoop.ParquetFileReader.open(input)) {
           rows = reader.getRecordCount();
         }
-        if (rows == 0) {
+        if (rows == 0 && uncommitted(txn, name)) {
           fs.delete(file.getPath(), false);
         }
       }
@@ -126,5 +127,27 @@ final class DeltaFiles {
       System.err.println("temporal-joins: could not look for an empty first file in "
           + log.dataPath() + ": " + e);
     }
+  }
+
+  /**
+   * Whether an empty file is no commit's: a write without statistics (or another writer)
+   * commits its empty files. Nothing references a file before the table's first commit; after
+   * it, the checksum's file list says (tables of up to allFilesInCrc.thresholdNumFiles files).
+   * On a larger table the file is left for vacuum_orphans: tidiness never costs a committed file.
+   */
+  private static boolean uncommitted(OptimisticTransaction txn, String name) {
+    if (txn.readVersion() < 0) {
+      return true;
+    }
+    Option<VersionChecksum> checksum = txn.snapshot().checksumOpt();
+    if (checksum.isEmpty() || checksum.get().allFiles().isEmpty()) {
+      return false;
+    }
+    for (AddFile file : CollectionConverters.asJava(checksum.get().allFiles().get())) {
+      if (file.path().equals(name)) {
+        return false;
+      }
+    }
+    return true;
   }
 }

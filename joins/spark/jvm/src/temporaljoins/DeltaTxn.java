@@ -124,10 +124,13 @@ public final class DeltaTxn {
     long started = System.currentTimeMillis();
     List<FileAction> adds = new ArrayList<>(CollectionConverters.asJava(txn.writeFiles(data)));
     Staged staged = new Staged(spark, log, txn, adds, req);
-    if (txn.metadata().partitionColumns().isEmpty()) {
+    // Delta leaves an empty file out of its commit only when it collects statistics (the row
+    // count says it is empty); without them it commits the file, which is then no leftover.
+    if (txn.metadata().partitionColumns().isEmpty()
+        && !"false".equalsIgnoreCase(spark.conf().get("spark.databricks.delta.stats.collect", "true"))) {
       java.util.Set<String> added = new java.util.HashSet<>();
       adds.forEach(add -> added.add(add.path()));
-      DeltaFiles.removeEmptyFirstFile(log, added, started);
+      DeltaFiles.removeEmptyFirstFile(txn, log, added, started);
     }
     boolean overwrite = overwrite(req);
     if (adds.isEmpty() && !overwrite && req.path("skipEmpty").asBoolean(false)) {
