@@ -82,6 +82,14 @@ class ChangelogJoinEngine:
         """The operator's incremental step, as its micro-batches run it."""
         raise NotImplementedError
 
+    def run_step(self, spark: SparkSession) -> Any:
+        """The next micro-batch of `step()` on the runtime (its BatchResult)."""
+        from joins import incremental
+
+        return incremental.run_microbatch(spark, self.step(), self.layout.join_root,
+                                          {side: self.layout.input_table(side)
+                                           for side in ("left", "right")})
+
     def runtime(self) -> Any:
         """The join as the runtime runs it (`joins.reproduce.Runtime`). Its batch form writes
         the temporal history, a table of its own, so the output's days are rebuilt from the

@@ -132,11 +132,9 @@ class FkJoinEngine(ChangelogJoinEngine):
         return FkJoinStep(self.spec.engine_spec(), self.spec.columns(), self.spec.quarantine_expired)
 
     def microbatch(self, spark: SparkSession) -> RunSummary:
-        from joins.operators.fk_join.spark_incremental import run_microbatch
+        from joins.operators.fk_join.report import FkJoinReport
 
-        r = run_microbatch(spark, self.spec.engine_spec(), self.layout.join_root,
-                           columns=self.spec.columns(),
-                           quarantine_expired=self.spec.quarantine_expired, **self._sources())
+        r = FkJoinReport.of(self.run_step(spark))
         return self.run_summary(r, {
             "subscriptions": r.subscriptions, "subscriptions_sent": r.subscriptions_sent,
             "answers": r.answers, "fan_out": r.fan_out, "stale_discarded": r.stale_discarded,

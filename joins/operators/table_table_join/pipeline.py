@@ -109,10 +109,8 @@ class TableTableJoinEngine(ChangelogJoinEngine):
                                   self.spec.quarantine_expired)
 
     def microbatch(self, spark: SparkSession) -> RunSummary:
-        from joins.operators.table_table_join.spark_incremental import run_microbatch
+        from joins.operators.table_table_join.report import TableTableReport
 
-        r = run_microbatch(spark, self.spec.engine_spec(), self.layout.join_root,
-                           columns=self.spec.columns(),
-                           quarantine_expired=self.spec.quarantine_expired, **self._sources())
+        r = TableTableReport.of(self.run_step(spark))
         return self.run_summary(r, {"tombstones_out": r.tombstones_out,
                                     "keys_changed": r.keys_changed})
