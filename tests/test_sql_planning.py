@@ -122,6 +122,15 @@ def test_a_filter_carries_the_columns_it_selects() -> None:
     assert raw["value_columns"] == ["status", "balance"]
 
 
+def test_a_projection_over_a_table_is_the_map() -> None:
+    raw = plan("SELECT customer_id, status, balance AS amount FROM accounts")
+    assert raw == {"operator": "table_map", "name": "from_file", "source": {"source": "accounts"},
+                   "columns": ["status", {"field": "balance", "as": "amount"}]}
+    raw = plan("SET 'upstream_key' = 'customer_id';\nSELECT right_status AS status FROM customer_accounts")
+    assert raw == {"operator": "table_map", "name": "from_file", "upstream": "customer_accounts",
+                   "columns": [{"field": "right_status", "as": "status"}], "upstream_key": "customer_id"}
+
+
 def test_a_filter_over_another_pipeline_reads_it_upstream() -> None:
     raw = plan("SET 'upstream_key' = 'customer_id';\nSELECT * FROM customer_accounts WHERE "
                "right_status = 'open'")
@@ -228,9 +237,15 @@ def test_the_name_comes_from_insert_into_set_or_the_file() -> None:
     ("SELECT * FROM customers WHERE countr = 'DE'",
      "line 1, column 31: 'customers' has no column 'countr' (did you mean `country`?)"),
     ("SELECT country AS land FROM customers WHERE country = 'DE'",
-     "'country AS land': the filter keeps its input's column names; an AS name is not supported"),
-    ("SELECT * FROM customers", "line 1, column 15: a query over one table filters it (WHERE) or "
-                                "aggregates it (GROUP BY)"),
+     "'country AS land': the filter keeps its input's column names; rename in a pipeline of its "
+     "own that reads this one by name"),
+    ("SELECT * FROM customers", "line 1, column 8: a query over one table filters it (WHERE), maps "
+                                "its columns (SELECT a, b AS c) or aggregates it (GROUP BY)"),
+    ("SELECT UPPER(status) FROM accounts", "line 1, column 8: 'UPPER(status)': the map keeps and "
+                                           "renames columns of its input, not expressions"),
+    ("SELECT customer_id AS id, status FROM accounts", "'customer_id AS id': the key and the event "
+                                                       "time keep their names"),
+    ("SELECT customer_id FROM accounts", "line 1, column 8: select at least one value column"),
     ("SELECT country, AVG(balance) FROM customers GROUP BY country",
      "line 1, column 17: 'AVG(balance)': the aggregate computes COUNT(*) or SUM(column)"),
     ("SELECT country, COUNT(DISTINCT name) FROM customers GROUP BY country", "COUNT(*) or SUM(column)"),

@@ -95,3 +95,51 @@ def replay_batches(make: Callable[[str], ReplayLake], records: Sequence[Any],
     if metrics is not None:
         metrics.update(totals)
     return [{**row[-1], "after_input": last_of_batch[row[0]]} for row in ordered]
+
+
+class TableReplay:
+    """A one-input table operator's replay under `root`: its changelog table (`table`, landed
+    with the value model's FIELD columns) and the step's root (`folder`). Operators configure
+    it with their step and how an output row reads back (`row_of`)."""
+
+    def __init__(self, spark: SparkSession, spec: Any, step: Any, values: JsonValues, root: str,
+                 folder: str, *, create: bool = True) -> None:
+        self.spark, self.spec, self.step, self.values = spark, spec, step, values
+        self.source, self.join_root = f"{root}/table", f"{root}/{folder}"
+        if create:
+            land(spark, self.source, [], create=True, values=values)
+
+    def land(self, records: Sequence[Any]) -> None:
+        land(self.spark, self.source, records, values=self.values)
+
+    def run(self, **kwargs: Any) -> Any:
+        from joins import incremental
+
+        return incremental.run_microbatch(self.spark, self.step, self.join_root,
+                                          {"table": self.source}, **kwargs)
+
+    def row_of(self, row: Any) -> tuple[Any, ...]:
+        """(batch id, emit order..., item) of an output row; a forwarded change by default."""
+        return (row["_batch_id"], row["_emit_seq"], forwarded_item(row))
+
+    def ordered_rows(self) -> list[tuple[Any, ...]]:
+        rows = read_rows(self.spark, f"{self.join_root}/output")
+        return sorted((self.row_of(r) for r in rows), key=lambda t: t[:-1])
+
+
+def forwarded_item(row: Any) -> Item:
+    """A filter's or map's output row as the reference's change item."""
+    return {"key": loads(row["key"]), "value": loads(row["value"]) if row["has_value"] else None,
+            "old_value": loads(row["old_value"]) if row["has_old_value"] else None,
+            "ts": row["ts"], "is_latest": row["is_latest"]}
+
+
+def replay_table(make: Callable[[SparkSession, str], ReplayLake], records: Sequence[Any],
+                 batch_size: int | None, metrics: dict[str, int] | None, *,
+                 names: Sequence[str], prefix: str) -> list[Item]:
+    """`spark_replay` of a table operator whose batch reports carry the reference's counters."""
+    from joins.spark import get_spark
+
+    return replay_batches(lambda tmp: make(get_spark(), tmp), records, batch_size,
+                          counters=lambda r: {n: r.done.report.get(n, 0) for n in names},
+                          names=names, metrics=metrics, prefix=prefix)

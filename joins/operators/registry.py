@@ -14,6 +14,7 @@ OPERATOR_NAMES: tuple[str, ...] = (
     "table_table_join",
     "fk_join",
     "table_filter",
+    "table_map",
     "table_aggregate",
     "interval_join",
 )

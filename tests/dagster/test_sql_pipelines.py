@@ -110,6 +110,16 @@ SET 'start_date' = '2024-03-01';
 INSERT INTO open_accounts
 SELECT customer_id, status FROM accounts WHERE status IN ('open', 'frozen');
 """
+MAP_YAML = """operator: table_map
+name: account_amounts
+source: accounts
+columns: [status, {field: balance, as: amount}]
+start_date: 2024-03-01
+"""
+MAP_SQL = """SET 'start_date' = '2024-03-01';
+INSERT INTO account_amounts
+SELECT customer_id, status, balance AS amount FROM accounts;
+"""
 SUM_YAML = """operator: table_aggregate
 name: balance_per_status
 source: accounts
@@ -131,8 +141,9 @@ def _folder(path: Path, **files: str) -> Path:
 
 
 @pytest.mark.parametrize(("name", "yaml_text", "sql_text"), [
-    ("open_accounts", FILTER_YAML, FILTER_SQL), ("balance_per_status", SUM_YAML, SUM_SQL)])
-def test_a_filter_and_an_aggregate_in_sql_are_their_yaml_twins(tmp_path: Path, name: str,
+    ("open_accounts", FILTER_YAML, FILTER_SQL), ("account_amounts", MAP_YAML, MAP_SQL),
+    ("balance_per_status", SUM_YAML, SUM_SQL)])
+def test_a_filter_a_map_and_an_aggregate_in_sql_are_their_yaml_twins(tmp_path: Path, name: str,
                                                                yaml_text: str, sql_text: str) -> None:
     yaml_dir = _folder(tmp_path / "yaml", **{f"{name}.yaml": yaml_text})
     sql_dir = _folder(tmp_path / "sql", **{f"{name}.sql": sql_text})
@@ -286,6 +297,10 @@ FILTER_AND_SUM_ROWS = {
     # Per key: its value (None: not in the filter's result, a delete), the filter applied.
     "open_accounts": (lambda r: (r["customer_id"], r["status"] if r["has_value"] else None),
                       {("c1", "open"), ("c2", None), ("c3", "open")}),
+    # Per key: its mapped value (None: deleted), balance renamed.
+    "account_amounts": (lambda r: (r["customer_id"], r["status"], r["amount"], r["has_value"]),
+                        {("c1", "open", 100.0, True), ("c2", None, None, False),
+                         ("c3", "open", 7.5, True)}),
     # Per status: the sum of the balances of the accounts that hold it (c1's 100 and c3's 7.5).
     "balance_per_status": (lambda r: (r["key"], r["sum"], r["tombstone"]), {("open", 107.5, False)}),
 }
@@ -294,9 +309,9 @@ FILTER_AND_SUM_ROWS = {
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "yaml_text", "sql_text"), [
-    ("open_accounts", FILTER_YAML, FILTER_SQL), ("balance_per_status", SUM_YAML, SUM_SQL)],
-    ids=["filter", "aggregate"])
-def test_a_filter_and_an_aggregate_in_sql_write_the_yaml_twins_rows(
+    ("open_accounts", FILTER_YAML, FILTER_SQL), ("account_amounts", MAP_YAML, MAP_SQL),
+    ("balance_per_status", SUM_YAML, SUM_SQL)], ids=["filter", "map", "aggregate"])
+def test_a_filter_a_map_and_an_aggregate_in_sql_write_the_yaml_twins_rows(
         spark: Any, tmp_path: Path, name: str, yaml_text: str, sql_text: str) -> None:
     sql = _rows(spark, _folder(tmp_path / "sql_specs", **{f"{name}.sql": sql_text}),
                 tmp_path / "sql", name)

@@ -54,8 +54,14 @@ def test_table_join_spec_errors_name_the_setting(changes: dict[str, Any], fragme
      "config.group_by: 'colour' is not a value column of 'items'"),
     ({"operator": "table_filter", "name": "big", "start_date": "2024-03-01", "source": SOURCE,
       "predicate": {"field": "a.b", "op": "eq", "value": 1}}, "config.predicate.field"),
+    ({"operator": "table_map", "name": "m", "start_date": "2024-03-01", "source": SOURCE,
+      "columns": ["colour"]}, "config.columns.0.field: 'colour' is not a value column of 'items'"),
+    ({"operator": "table_map", "name": "m", "start_date": "2024-03-01", "source": SOURCE,
+      "columns": [{"field": "n", "as": "ts"}]}, "config.columns.0.as: 'ts' is a column the operator"),
+    ({"operator": "table_map", "name": "m", "start_date": "2024-03-01", "source": SOURCE,
+      "columns": ["n", {"field": "team", "as": "old_n"}]}, "config.columns.1.as: 'old_n'"),
 ])
-def test_filter_and_aggregate_spec_errors(raw: dict[str, Any], fragment: str) -> None:
+def test_filter_map_and_aggregate_spec_errors(raw: dict[str, Any], fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
         parse_pipeline_spec(raw)
 
@@ -85,7 +91,7 @@ def ingest(spark: Any, layout: PipelineLayout) -> None:
 
 
 @pytest.mark.spark
-def test_filter_and_aggregates_on_typed_columns(spark: Any, tmp_path: Path) -> None:
+def test_filter_map_and_aggregates_on_typed_columns(spark: Any, tmp_path: Path) -> None:
     base = {"start_date": "2024-03-01", "source": SOURCE}
     specs = {
         "filter": {**base, "operator": "table_filter", "name": "big",
@@ -96,6 +102,8 @@ def test_filter_and_aggregates_on_typed_columns(spark: Any, tmp_path: Path) -> N
                 "aggregate": {"function": "sum", "field": "score"}},
         "concat": {**base, "operator": "table_aggregate", "name": "ids_per_team",
                    "group_by": "team", "aggregate": {"function": "concat", "field": "n"}},
+        "map": {**base, "operator": "table_map", "name": "teams",
+                "columns": ["team", {"field": "n", "as": "items"}]},
     }
     results = {}
     for what, raw in specs.items():
@@ -115,9 +123,15 @@ def test_filter_and_aggregates_on_typed_columns(spark: Any, tmp_path: Path) -> N
     big = results["filter"]
     assert {k: (r["has_value"], r["n"]) for k, r in big.items()} == \
         {"a": (True, 4), "b": (False, None), "d": (True, 9)}
+    teams = results["map"]
+    assert {k: (r["has_value"], r["team"], r["items"]) for k, r in teams.items()} == \
+        {"a": (True, "blue", 4), "b": (False, None, None), "c": (True, "blue", 1),
+         "d": (True, None, 9)}
+    assert (teams["a"]["old_team"], teams["a"]["old_items"]) == ("red", 3)
+    assert "score" not in lake.table_schema(str(tmp_path / "map" / "joins" / "teams" / "output")).fieldNames()
     # Red lost its last member: it holds the aggregate of none, as Kafka's subtractor leaves it.
     assert {k: r["count"] for k, r in results["count"].items()} == {"red": 0, "blue": 2}
     assert not any(r["tombstone"] for what in results for r in results[what].values()
-                   if what != "filter")
+                   if what not in ("filter", "map"))
     assert {k: r["sum"] for k, r in results["sum"].items()} == {"red": 0.0, "blue": 3.0}
     assert {k: r["concat"] for k, r in results["concat"].items()} == {"red": "", "blue": "4,1"}

@@ -1,202 +1,39 @@
-"""KTable#filter on the incremental runtime (seed 002): the reference processor per key.
-
-A batch folds each key's updates (arrival order) over the key's current state (`current`:
-the store's current value, whether it passes, a versioned input's latest ts), exactly as
-`TableFilterProcessor.process` with the micro-batch rule: an expired update (beyond a
-versioned input's history retention; `joins.changelog.mark_expired`) does nothing; every other
-update is put (an out-of-order one of a versioned input only as history) and forwarded as
-`{value, old_value, ts, is_latest}`, the values filtered by the predicate, except the
-null-to-null update of an unversioned input. Per key the batch keeps the last forwarded item
-that is latest (an out-of-order one only when there is none), with the `old_value` of the
-key's first forwarded item: `joins.microbatch.compact_table_items`.
-
-Output: the key, the new value's columns, `old_<column>`s, `has_value` / `has_old_value`, `ts`,
-`is_latest`, `event_date`, `_batch_id`, `_emit_seq` (arrival index of the forwarded update).
+"""KTable#filter on the incremental runtime (seed 002): the shared fold of KTable's per-record
+operators (`joins.changelog.forward`) with the predicate as each new value's verdict. A value
+that fails the predicate is forwarded as null; an unversioned input's null-to-null update is
+dropped (`null_to_null_dropped`), a versioned input's is not (seed 002: downstream history
+needs the tombstone).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
 
-from joins.changelog import (
-    EXPIRED,
-    ChangelogColumns,
-    compact_keyed_state,
-    keyed_state,
-    mark_expired,
-    require,
-    side_clock,
-)
-from joins.changelog.values import JsonValues, TypedValues, value_struct
-from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
-from joins.operators.table_filter.spark_predicate import INCOMPARABLE, MISSING_FIELD, PASS, verdict
+from joins.changelog import ChangelogColumns
+from joins.changelog.forward import ALL_COUNTS, ForwardStep
+from joins.changelog.values import JsonValues, TypedValues
+from joins.operators.table_filter.spark_predicate import verdict
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column
 
     from joins.operators.table_filter.spec import TableFilterSpec
 
 APP = "table_filter"
-CURRENT = "current"
-STREAM_TIME = "stream_time"
-KEY, UPDATE, UPDATES, ACC = "_key", "_u", "_us", "_acc"
-COUNTS = ("expired", "null_to_null_dropped", "out_of_order_forwarded", "missing_field",
-          "incomparable")
 
 
 @dataclass
-class TableFilterStep:
+class TableFilterStep(ForwardStep):
     spec: TableFilterSpec
     values: JsonValues | TypedValues = field(default_factory=JsonValues)
     cols: ChangelogColumns = field(default_factory=ChangelogColumns)
     name: str = APP
     inputs: tuple[str, ...] = ("table",)
 
-    @property
-    def state_tables(self) -> tuple[StateTable, ...]:
-        return (StateTable(CURRENT, "append"),)
+    counts: ClassVar[tuple[str, ...]] = ALL_COUNTS
+    drops_null_to_null: ClassVar[bool] = True
 
-    def after_done(self, ctx: StepContext) -> None:
-        from pyspark.sql import functions as F
-
-        # An unversioned input forgets a deleted key; a versioned one keeps its latest ts.
-        keep = F.col("present") | F.lit(self.spec.versioned)
-        compact_keyed_state(ctx.spark, ctx.root.state(CURRENT), self.cols.key, app=APP, keep=keep)
-
-    def step(self, ctx: StepContext) -> StepResult:
-        from pyspark.sql import functions as F
-
-        cols, spec = self.cols, self.spec
-        schema = ctx.schema("table")
-        require(schema, [*cols.bookkeeping(), *self.values.value_columns],
-                who=APP, what=f"the input {ctx.source_path('table')!r}")
-        vtype = value_struct(schema, self.values.value_columns)
-        retention = spec.retention_ms if spec.versioned else None
-        clock = side_clock(ctx, "table", cols, before=ctx.carry.get(STREAM_TIME), retention_ms=retention)
-        marked = mark_expired(ctx.changes("table"), cols, clock, retention)
-        tomb = F.col(cols.tombstone)
-        update = F.struct(
-            F.col(cols.seq).cast("long").alias("seq"), F.col(EXPIRED).alias("expired"),
-            F.col(cols.ts).cast("long").alias("ts"), tomb.alias("tomb"),
-            F.struct(*(F.col(c) for c in self.values.value_columns)).alias("v"),
-            F.when(~tomb, verdict(self.values.field(spec.predicate.field), spec.predicate)).alias("verdict"))
-        updates = marked.select(F.col(cols.key).alias(KEY), update.alias(UPDATE))
-        state = keyed_state(ctx.state(CURRENT), updates, cols.key, keys_key=KEY)
-        grouped = updates.groupBy(KEY).agg(F.array_sort(F.collect_list(UPDATE)).alias(UPDATES))
-        if state is not None:
-            grouped = grouped.join(state.withColumnRenamed(cols.key, KEY), KEY, "left")
-        folded = grouped.select(KEY, F.aggregate(UPDATES, self._initial(state is not None, vtype),
-                                                 self._merge(vtype)).alias(ACC)).persist()
-        return StepResult(output=self._output(ctx, folded), state={CURRENT: self._state(ctx, folded)},
-                          finish=self._finisher(ctx, clock), release=folded.unpersist)
-
-    def _initial(self, has_state: bool, vtype: Any) -> Column:
-        from pyspark.sql import functions as F
-
-        def state(name: str, default: Column) -> Column:
-            return F.coalesce(F.col(name), default) if has_state else default
-
-        value = (F.struct(*(F.col(c) for c in self.values.value_columns)).cast(vtype) if has_state
-                 else F.lit(None).cast(vtype))
-        no_value, no_long, zero = F.lit(None).cast(vtype), F.lit(None).cast("long"), F.lit(0)
-        return F.struct(
-            state("present", F.lit(False)).alias("cp"), value.alias("cv"),
-            state("passes", F.lit(False)).alias("cpass"),
-            (F.col("latest_ts").cast("long") if has_state else no_long).alias("clatest"),
-            zero.alias("applied"), *(zero.alias(c) for c in COUNTS),
-            F.lit(False).alias("fo_set"), F.lit(False).alias("fo_p"), no_value.alias("fo_v"),
-            F.lit(False).alias("k_set"), F.lit(False).alias("k_has_latest"),
-            F.lit(False).alias("k_p"), no_value.alias("k_v"), no_long.alias("k_ts"),
-            F.lit(False).alias("k_latest"), no_long.alias("k_seq"))
-
-    def _merge(self, vtype: Any) -> Any:
-        from pyspark.sql import functions as F
-
-        versioned = F.lit(self.spec.versioned)
-
-        def merge(acc: Column, x: Column) -> Column:
-            def count(name: str, cond: Column) -> Column:
-                return (acc[name] + F.when(cond, F.lit(1)).otherwise(F.lit(0))).alias(name)
-
-            expired, tomb, ts = x["expired"], x["tomb"], x["ts"]
-            ooo = ~expired & versioned & acc["clatest"].isNotNull() & (ts < acc["clatest"])
-            latest = ~expired & ~ooo
-            new_p = ~tomb & (x["verdict"] == F.lit(PASS))
-            old_p = acc["cp"] & acc["cpass"]
-            forwarded = ~expired & (versioned | new_p | old_p)
-            first = forwarded & ~acc["fo_set"]
-            take = forwarded & (latest | ~acc["k_has_latest"])
-
-            def keep(name: str, value: Column) -> Column:
-                return F.when(take, value).otherwise(acc[name]).alias(name)
-
-            return F.struct(
-                F.when(latest, ~tomb).otherwise(acc["cp"]).alias("cp"),
-                F.when(latest & ~tomb, x["v"]).when(latest, F.lit(None).cast(vtype))
-                .otherwise(acc["cv"]).alias("cv"),
-                F.when(latest, F.coalesce(x["verdict"] == F.lit(PASS), F.lit(False)))
-                .otherwise(acc["cpass"]).alias("cpass"),
-                F.when(latest, F.greatest(acc["clatest"], ts)).otherwise(acc["clatest"]).alias("clatest"),
-                count("applied", latest), count("expired", expired),
-                count("null_to_null_dropped", ~expired & ~versioned & ~new_p & ~old_p),
-                count("out_of_order_forwarded", forwarded & ooo),
-                count("missing_field", ~expired & (x["verdict"] == F.lit(MISSING_FIELD))),
-                count("incomparable", ~expired & (x["verdict"] == F.lit(INCOMPARABLE))),
-                (acc["fo_set"] | forwarded).alias("fo_set"),
-                F.when(first, old_p).otherwise(acc["fo_p"]).alias("fo_p"),
-                F.when(first & old_p, acc["cv"]).when(first, F.lit(None).cast(vtype))
-                .otherwise(acc["fo_v"]).alias("fo_v"),
-                (acc["k_set"] | forwarded).alias("k_set"),
-                (acc["k_has_latest"] | (forwarded & latest)).alias("k_has_latest"),
-                keep("k_p", new_p), keep("k_v", F.when(new_p, x["v"])), keep("k_ts", ts),
-                keep("k_latest", latest), keep("k_seq", x["seq"]))
-
-        return merge
-
-    def _output(self, ctx: StepContext, folded: DataFrame) -> Written:
-        from pyspark.sql import functions as F
-
-        from joins.spark.exprs import count_if, event_date
-
-        acc, key = F.col(ACC), self.cols.key
-
-        def rows(df: DataFrame) -> DataFrame:
-            value_cols = self.values.value_columns
-            return df.where(acc["k_set"]).select(
-                F.col(KEY).alias(key),
-                *(F.when(acc["k_p"], acc["k_v"][c]).alias(c) for c in value_cols),
-                *(F.when(acc["fo_p"], acc["fo_v"][c]).alias(f"old_{c}") for c in value_cols),
-                acc["k_p"].alias("has_value"), acc["fo_p"].alias("has_old_value"),
-                acc["k_ts"].alias("ts"), acc["k_latest"].alias("is_latest"),
-                event_date(acc["k_ts"]).alias("event_date"),
-                F.lit(ctx.batch_id).cast("long").alias("_batch_id"), acc["k_seq"].alias("_emit_seq"))
-
-        metrics = {c: F.sum(acc[c]) for c in COUNTS}
-        metrics["keys_changed"] = count_if(acc["applied"] > 0)
-        return Written(folded, derive=rows, metrics=metrics)
-
-    def _state(self, ctx: StepContext, folded: DataFrame) -> Written:
-        from pyspark.sql import functions as F
-
-        acc = F.col(ACC)
-
-        def rows(df: DataFrame) -> DataFrame:
-            return df.where(acc["applied"] > 0).select(
-                F.col(KEY).alias(self.cols.key),
-                *(acc["cv"][c].alias(c) for c in self.values.value_columns),
-                acc["cp"].alias("present"), acc["cpass"].alias("passes"),
-                acc["clatest"].alias("latest_ts"), F.lit(ctx.batch_id).cast("long").alias("_batch_id"))
-
-        return Written(folded, derive=rows)
-
-    def _finisher(self, ctx: StepContext, clock: Any) -> Any:
-        def finish(outcome: Outcome) -> tuple[dict[str, Any], dict[str, Any]]:
-            report = {"batch_id": ctx.batch_id, "rows_in": int(clock.rows or 0),
-                      "rows_out": outcome.rows("output"), "stream_time": clock.after,
-                      "keys_changed": int(outcome.metric("output", "keys_changed")),
-                      **{c: int(outcome.metric("output", c)) for c in COUNTS},
-                      "event_days_touched": list(outcome.partition_values("output", "event_date"))}
-            return {STREAM_TIME: clock.after}, report
-
-        return finish
+    def new_verdict(self) -> Column:
+        predicate = self.spec.predicate
+        return verdict(self.values.field(predicate.field), predicate)

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from joins.changelog.forward import FAIL, INCOMPARABLE, MISSING_FIELD, PASS
 from joins.changelog.values import equality_text
 from joins.core.fields import is_number
 from joins.operators.table_filter.spec import ORDERING_OPS, PredicateSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
-
-PASS, FAIL, MISSING_FIELD, INCOMPARABLE = "pass", "fail", "missing_field", "incomparable"
-
 
 def json_equals(field: Column, operand: Any) -> Column:
     """JSON equality of the field and a constant."""

@@ -1,5 +1,6 @@
-"""A query over one table, planned onto a table operator (KTable#filter, KGroupedTable
-aggregation): `WHERE <column> <op> <literal>` -> the versioned filter, `SELECT g, COUNT(*) |
+"""A query over one table, planned onto a table operator (KTable#filter, KTable#mapValues,
+KGroupedTable aggregation): `WHERE <column> <op> <literal>` -> the versioned filter,
+`SELECT a, b AS c FROM t` -> the map (a projection with renames), `SELECT g, COUNT(*) |
 SUM(x) ... GROUP BY g` -> the aggregate. The table is a source of the folder (a changelog) or
 another pipeline's output, read by name (`upstream`)."""
 
@@ -34,8 +35,7 @@ def plan_single(src: SqlText, rel: Relation, query: exp.Select) -> Planned:
     elif where is not None:
         planned = _filter(src, query, where.this, resolver, raw)
     else:
-        raise src.error(rel.node, "a query over one table filters it (WHERE) or aggregates it "
-                                  "(GROUP BY); a source is already a table of its own")
+        planned = _map(src, query, resolver, raw)
     planned.positions |= {"source": src.at(rel.node), "upstream": src.at(rel.node)}
     planned.side(rel, {k: (k,) for k in ("versioned", "history_retention_ms")})
     return planned
@@ -117,7 +117,8 @@ def _projection(src: SqlText, query: exp.Select, resolver: Resolver) -> list[str
     for item in items:
         if isinstance(item, exp.Alias) and item.alias != getattr(item.this, "name", None):
             raise src.error(item, f"{item.sql()!r}: the filter keeps its input's column names; "
-                                  f"an AS name is not supported")
+                                  f"rename in a pipeline of its own that reads this one by name "
+                                  f"(SELECT a AS b FROM <this pipeline>: the map)")
         node = item.this if isinstance(item, exp.Alias) else item
         if not isinstance(node, exp.Column):
             raise src.error(node, f"{node.sql()!r}: the filter carries columns of its input, "
@@ -126,6 +127,35 @@ def _projection(src: SqlText, query: exp.Select, resolver: Resolver) -> list[str
         if name not in (rel.key, rel.ts) and name not in out:
             out.append(name)
     return out
+
+
+def _map(src: SqlText, query: exp.Select, resolver: Resolver, raw: dict[str, Any]) -> Planned:
+    """`SELECT a, b AS c FROM t`: the value columns the map keeps, renamed where AS says; the
+    key and the event time come along under their own names."""
+    items = query.expressions
+    if len(items) == 1 and isinstance(items[0], exp.Star):
+        raise src.error(items[0], "a query over one table filters it (WHERE), maps its columns "
+                                  "(SELECT a, b AS c) or aggregates it (GROUP BY); SELECT * alone "
+                                  "copies a table that is already one of its own")
+    columns: list[Any] = []
+    for item in items:
+        node = item.this if isinstance(item, exp.Alias) else item
+        if not isinstance(node, exp.Column):
+            raise src.error(node, f"{node.sql()!r}: the map keeps and renames columns of its "
+                                  f"input, not expressions")
+        rel, name = resolver.resolve(node)
+        alias = item.alias if isinstance(item, exp.Alias) else name
+        if name in (rel.key, rel.ts):
+            if alias != name:
+                raise src.error(item, f"{item.sql()!r}: the key and the event time keep their "
+                                      f"names (rename them when you read the output table)")
+            continue
+        columns.append(name if alias == name else {"field": name, "as": alias})
+    if not columns:
+        raise src.error(query, "select at least one value column (the key and the event time "
+                               "come along anyway)")
+    return Planned({"operator": "table_map", **raw, "columns": columns},
+                   {"columns": src.at(query)})
 
 
 def _literal(src: SqlText, node: exp.Expression) -> Any:
