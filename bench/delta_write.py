@@ -229,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="commits the appended-to tables hold before the first append")
     parser.add_argument("--days", type=int, default=10, help="distinct event_date partitions")
     parser.add_argument("--repeat", type=int, default=2, help="throughput runs; the best counts")
-    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--out", "--results", dest="out", type=Path, default=RESULTS,
+                        help="where to save the results (--results: the old name)")
     args = parser.parse_args(argv)
 
     from joins.spark import get_spark
@@ -259,9 +260,9 @@ def main(argv: list[str] | None = None) -> int:
         "history": args.history, "goal_ratio": GOAL_RATIO,
         "throughput": [asdict(t) for t in big], "latency": [asdict(lat) for lat in small],
     }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"written {args.results}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"written {args.out}")
     return 0
 
 

@@ -23,7 +23,7 @@ just after the history, slightly out of order, a grace period covering the disor
 `--table-updates` new table versions landed before each batch. The steady-state medians (with
 min-max) per size, the cold batches, the ratio of the largest size to the smallest, and a check
 that the floor answered every event both wrote as the runtime did are printed and saved to
-bench/results/incremental_step.json (or --results). --held-max-rows 0 times the batches with the
+bench/results/incremental_step.json (or --out). --held-max-rows 0 times the batches with the
 table's history narrowed to each batch's keys instead of held from batch to batch. The 10M
 table is too large to hold whole: its window is held (joins.asof.window), and every batch's
 lookups lie within it.
@@ -261,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--held-max-rows", type=int, default=HELD_MAX_ROWS,
                         help="run_microbatch's held_max_rows (default: its own; 0 = the table's "
                              "history is never held, each batch narrows it to its keys)")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where to save the results")
+    parser.add_argument("--out", "--results", dest="out", type=Path, default=RESULTS,
+                        help="where to save the results (--results: the old name)")
     args = parser.parse_args(argv)
     sizes = [int(s.replace("_", "")) for s in args.history.split(",") if s]
     batches = [int(s.replace("_", "")) for s in args.batch.split(",") if s]
@@ -295,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.answers_wrong}/{r.answers_newer}/{r.answers_checked}")
         print("    phases (median s): " + ", ".join(f"{k} {v:.2f}" for k, v in r.phases_s.items()))
     print(f"load average {os.getloadavg()}")
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps({
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({
         "command": "python -m bench.incremental_step " + " ".join(sys.argv[1:] if argv is None else argv),
         "runs": args.runs, "table_updates": args.table_updates,
         "held_max_rows": args.held_max_rows,
