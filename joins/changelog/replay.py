@@ -143,3 +143,31 @@ def replay_table(make: Callable[[SparkSession, str], ReplayLake], records: Seque
     return replay_batches(lambda tmp: make(get_spark(), tmp), records, batch_size,
                           counters=lambda r: {n: r.done.report.get(n, 0) for n in names},
                           names=names, metrics=metrics, prefix=prefix)
+
+
+class TwoTableReplay:
+    """A replay of a join of two changelog tables (table-table, foreign-key) under `root`: the
+    `left` and `right` tables and the join's root (`join`). Operators give `create` (the empty
+    tables), `land`, `microbatch` (their `run_microbatch`) and `ordered_rows`."""
+
+    def __init__(self, spark: SparkSession, spec: Any, root: str, *, create: bool = True,
+                 quarantine_expired: bool = False) -> None:
+        self.spark, self.spec = spark, spec
+        self.root = root.rstrip("/")
+        self.join_root = f"{self.root}/join"
+        self.sources = {side: f"{self.root}/{side}" for side in ("left", "right")}
+        self.quarantine_expired = quarantine_expired
+        if create:
+            self.create()
+
+    def create(self) -> None:
+        for path in self.sources.values():
+            land(self.spark, path, [], create=True)
+
+    def microbatch(self) -> Callable[..., Any]:
+        raise NotImplementedError
+
+    def run(self, **kwargs: Any) -> Any:
+        return self.microbatch()(self.spark, self.spec, self.join_root,
+                                 left_source=self.sources["left"], right_source=self.sources["right"],
+                                 quarantine_expired=self.quarantine_expired, **kwargs)

@@ -17,14 +17,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from joins import lake
-from joins.changelog.replay import CHANGELOG_SCHEMA, loads, read_rows, replay_batches, value_text
+from joins.changelog.replay import (
+    CHANGELOG_SCHEMA,
+    TwoTableReplay,
+    loads,
+    read_rows,
+    replay_batches,
+    value_text,
+)
 from joins.core.keys import key_text
 from joins.core.operator import Item
 from joins.operators.fk_join.columns import BATCH_ID, EMIT_SEQ, SIDES, has
 from joins.operators.fk_join.spec import FkJoinRecord, FkJoinSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
     from joins.operators.fk_join.report import FkJoinReport
 
@@ -41,20 +47,13 @@ def left_row(spec: FkJoinSpec, r: FkJoinRecord) -> tuple[Any, ...]:
     return (key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i, key_text(fk))
 
 
-class ReplayLake:
-    """The changelog tables of one replay and the join's root, under `root`."""
+class ReplayLake(TwoTableReplay):
+    """The changelog tables of one replay and the join's root, under `root`; the left table
+    carries each value's foreign key."""
 
-    def __init__(self, spark: SparkSession, spec: FkJoinSpec, root: str, *, create: bool = True,
-                 quarantine_expired: bool = False) -> None:
-        self.spark = spark
-        self.spec = spec
-        self.root = root.rstrip("/")
-        self.join_root = f"{self.root}/join"
-        self.sources = {side: f"{self.root}/{side}" for side in SIDES}
-        self.quarantine_expired = quarantine_expired
-        if create:
-            for side in SIDES:
-                self._append(side, [])
+    def create(self) -> None:
+        for side in SIDES:
+            self._append(side, [])
 
     def _append(self, side: str, records: Sequence[FkJoinRecord]) -> None:
         if side == "left":
@@ -71,12 +70,10 @@ class ReplayLake:
             if mine:
                 self._append(side, mine)
 
-    def run(self, **kwargs: Any) -> FkJoinReport:
+    def microbatch(self) -> Any:
         from joins.operators.fk_join.spark_incremental import run_microbatch
 
-        return run_microbatch(self.spark, self.spec, self.join_root,
-                              left_source=self.sources["left"], right_source=self.sources["right"],
-                              quarantine_expired=self.quarantine_expired, **kwargs)
+        return run_microbatch
 
     def ordered_rows(self) -> list[tuple[int, int, str, Item]]:
         """(batch id, emitted after, key text, item) of every output row, in emission order."""

@@ -12,43 +12,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from joins.changelog.replay import land, loads, read_rows, replay_batches
+from joins.changelog.replay import TwoTableReplay, land, loads, read_rows, replay_batches
 from joins.core.operator import Item
 from joins.operators.table_table_join.columns import BATCH_ID, EMIT_SEQ, SIDES, has
 from joins.operators.table_table_join.reference import METRIC_NAMES
 from joins.operators.table_table_join.spec import TableTableJoinRecord, TableTableJoinSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
     from joins.operators.table_table_join.report import TableTableReport
 
 
-class ReplayLake:
+class ReplayLake(TwoTableReplay):
     """The changelog tables of one replay and the join's root, under `root`."""
-
-    def __init__(self, spark: SparkSession, spec: TableTableJoinSpec, root: str, *,
-                 create: bool = True, quarantine_expired: bool = False) -> None:
-        self.spark = spark
-        self.spec = spec
-        self.root = root.rstrip("/")
-        self.join_root = f"{self.root}/join"
-        self.sources = {side: f"{self.root}/{side}" for side in SIDES}
-        self.quarantine_expired = quarantine_expired
-        if create:
-            for path in self.sources.values():
-                land(spark, path, [], create=True)
 
     def land(self, records: Sequence[TableTableJoinRecord]) -> None:
         for side in SIDES:
             land(self.spark, self.sources[side], [r for r in records if r.side == side])
 
-    def run(self, **kwargs: Any) -> TableTableReport:
+    def microbatch(self) -> Any:
         from joins.operators.table_table_join.spark_incremental import run_microbatch
 
-        return run_microbatch(self.spark, self.spec, self.join_root,
-                              left_source=self.sources["left"], right_source=self.sources["right"],
-                              quarantine_expired=self.quarantine_expired, **kwargs)
+        return run_microbatch
 
     def ordered_rows(self) -> list[tuple[int, int, Item]]:
         """(batch id, emitted after, item) of every output row, in emission order."""
