@@ -23,9 +23,9 @@ State (append-only logs read as "latest per key", `joins.changelog.keyed`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from joins.changelog import ChangelogColumns
+from joins.changelog.columns import TwoTableColumns
 
 # The result's vocabulary is shared with the table-table join (joins/changelog/result.py); this
 # join's modules name it from here.
@@ -52,25 +52,10 @@ __all__ = ["BATCH_ID", "EMIT_SEQ", "EVENT_DATE", "TOMBSTONE", "TS", "FkColumns",
 
 
 @dataclass(frozen=True)
-class FkColumns:
+class FkColumns(TwoTableColumns):
     """Which columns of each changelog are which role, and the foreign-key column of the left."""
 
-    left: ChangelogColumns = field(default_factory=ChangelogColumns)
-    right: ChangelogColumns = field(default_factory=ChangelogColumns)
-    left_values: tuple[str, ...] = ("value",)
-    right_values: tuple[str, ...] = ("value",)
     foreign_key: str = "fk"
-
-    @property
-    def key(self) -> str:
-        """The key column of the output and of `lhs` (the left input's name for it)."""
-        return self.left.key
-
-    def changelog(self, side: Side) -> ChangelogColumns:
-        return self.left if side == "left" else self.right
-
-    def values(self, side: Side) -> tuple[str, ...]:
-        return self.left_values if side == "left" else self.right_values
 
     def left_input_columns(self) -> list[str]:
         """What the step reads of the left changelog (the FK may also be a value column)."""

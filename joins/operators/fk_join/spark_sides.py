@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from joins.changelog import EXPIRED, STATE_BATCH
+from joins.changelog.columns import checked_not_null
 from joins.operators.fk_join.columns import (
     OPERATOR,
     S_FK,
@@ -65,15 +66,7 @@ def value_hash(value: Column) -> Column:
 
 
 def not_null(column: Column, what: str, side: Side, key: Column, seq: Column) -> Column:
-    """`column`, or a failure naming the update when it is null (never dropped silently)."""
-    from pyspark.sql import functions as F
-
-    message = F.concat(F.lit(f"{OPERATOR}: the {side} input has an update with a null {what} "
-                             f"(key "), F.coalesce(key.cast("string"), F.lit("null")),
-                       F.lit(", arrival "), F.coalesce(seq.cast("string"), F.lit("null")),
-                       F.lit("): a changelog update needs its key, ts, tombstone flag and "
-                             "arrival index"))
-    return F.when(column.isNull(), F.raise_error(message)).otherwise(column)
+    return checked_not_null(column, what, operator=OPERATOR, side=side, key=key, seq=seq)
 
 
 def value_type(schema: StructType, side: Side, cols: FkColumns) -> StructType:

@@ -13,9 +13,9 @@ what decides "out of order").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from joins.changelog import ChangelogColumns
+from joins.changelog.columns import TwoTableColumns
 
 # The result's vocabulary is shared with the foreign-key join (joins/changelog/result.py); this
 # join's modules name it from here.
@@ -49,24 +49,8 @@ def latest_ts(side: Side) -> str:
 
 
 @dataclass(frozen=True)
-class TableTableColumns:
+class TableTableColumns(TwoTableColumns):
     """Which columns of each input are which role, and the value columns of each side."""
-
-    left: ChangelogColumns = field(default_factory=ChangelogColumns)
-    right: ChangelogColumns = field(default_factory=ChangelogColumns)
-    left_values: tuple[str, ...] = ("value",)
-    right_values: tuple[str, ...] = ("value",)
-
-    @property
-    def key(self) -> str:
-        """The key column of the join's own tables (the left input's name for it)."""
-        return self.left.key
-
-    def changelog(self, side: Side) -> ChangelogColumns:
-        return self.left if side == "left" else self.right
-
-    def values(self, side: Side) -> tuple[str, ...]:
-        return self.left_values if side == "left" else self.right_values
 
     def out(self, side: Side, column: str) -> str:
         """The name of a side's value column in the output and the state."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from joins.changelog import EXPIRED
+from joins.changelog.columns import checked_not_null
 from joins.operators.table_table_join.columns import (
     OPERATOR,
     SIDES,
@@ -50,15 +51,7 @@ _SHORT: dict[Side, str] = {"left": "l", "right": "r"}
 
 
 def _checked(column: Column, what: str, side: Side, key: Column, seq: Column) -> Column:
-    """`column`, or a failure naming the update when it is null (never dropped silently)."""
-    from pyspark.sql import functions as F
-
-    message = F.concat(F.lit(f"{OPERATOR}: the {side} input has an update with a null {what} "
-                             f"(key "), F.coalesce(key.cast("string"), F.lit("null")),
-                       F.lit(", arrival "), F.coalesce(seq.cast("string"), F.lit("null")),
-                       F.lit("): a changelog update needs its key, ts, tombstone flag and "
-                             "arrival index"))
-    return F.when(column.isNull(), F.raise_error(message)).otherwise(column)
+    return checked_not_null(column, what, operator=OPERATOR, side=side, key=key, seq=seq)
 
 
 def side_updates(marked: DataFrame, side: Side, cols: TableTableColumns,
