@@ -15,7 +15,7 @@ from joins.changelog.result import BATCH_ID
 from joins.core.human import iso_time
 from joins.core.versioned import VersionedInput
 from joins.pipeline.sources import SourceSpec
-from joins.pipeline.spec import PipelineLayout
+from joins.pipeline.spec import PipelineInput, PipelineLayout, PipelineSpec
 from joins.pipeline.summary import BackfillSummary, CheckSummary, DayDifference, RunSummary
 
 if TYPE_CHECKING:
@@ -36,6 +36,28 @@ class ChangelogSideSpec(SourceSpec):
 
     def versioning(self) -> VersionedInput:
         return VersionedInput(versioned=self.versioned, history_retention_ms=self.history_retention_ms)
+
+
+class TwoTablePipeline(PipelineSpec):
+    """What every join of two changelog tables' pipeline has: `left` and `right` (one primary-key
+    column each, versioned or by arrival) and `quarantine_expired`. A subclass's validator calls
+    `check_sides()` first."""
+
+    left: ChangelogSideSpec
+    right: ChangelogSideSpec
+    quarantine_expired: StrictBool = True
+
+    def pipeline_inputs(self) -> tuple[PipelineInput, ...]:
+        return (PipelineInput("left", self.left, "changelog"),
+                PipelineInput("right", self.right, "changelog"))
+
+    def check_sides(self) -> None:
+        who = f"{self.operator} spec {self.name!r}"
+        for side, src in (("left", self.left), ("right", self.right)):
+            if len(src.key_columns) != 1:
+                raise self.error(f"{side}.key_columns", f"the join is on one primary-key column, "
+                                 f"got {len(src.key_columns)}")
+            src.versioning().check(who, f"{side}.")
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import StrictBool, StrictStr, model_validator
+from pydantic import StrictStr, model_validator
 
-from joins.changelog.join_engine import LATEST_CHECK, ChangelogJoinEngine, ChangelogSideSpec
+from joins.changelog.join_engine import LATEST_CHECK, ChangelogJoinEngine, TwoTablePipeline
 from joins.operators.fk_join.spec import FkJoinSpec
-from joins.pipeline.spec import PipelineInput, PipelineLayout, PipelineSpec
+from joins.pipeline.spec import PipelineLayout
 from joins.pipeline.summary import RunSummary
 
 # The output's columns besides the left key and the sides' values.
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from joins.operators.fk_join.columns import FkColumns
 
 
-class FkJoinPipeline(PipelineSpec):
+class FkJoinPipeline(TwoTablePipeline):
     """`operator: fk_join` (seed 004, KIP-213).
 
     - `left`, `right`: the two sources (one key column each), each with `versioned` /
@@ -46,24 +46,12 @@ class FkJoinPipeline(PipelineSpec):
     """
 
     operator: Literal["fk_join"]
-    left: ChangelogSideSpec
-    right: ChangelogSideSpec
     foreign_key: StrictStr
     join: Literal["inner", "left"] = "inner"
-    quarantine_expired: StrictBool = True
-
-    def pipeline_inputs(self) -> tuple[PipelineInput, ...]:
-        return (PipelineInput("left", self.left, "changelog"),
-                PipelineInput("right", self.right, "changelog"))
 
     @model_validator(mode="after")
     def _consistent(self) -> FkJoinPipeline:
-        who = f"{self.operator} spec {self.name!r}"
-        for side, src in (("left", self.left), ("right", self.right)):
-            if len(src.key_columns) != 1:
-                raise self.error(f"{side}.key_columns", f"the join needs one primary-key column, "
-                                 f"got {len(src.key_columns)}")
-            src.versioning().check(who, f"{side}.")
+        self.check_sides()
         types = {c.name: c.type for c in self.left.value_columns}
         if self.foreign_key not in types:
             raise self.error("foreign_key", f"{self.foreign_key!r} is not a value column of "

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import StrictBool, model_validator
+from pydantic import model_validator
 
-from joins.changelog.join_engine import LATEST_CHECK, ChangelogJoinEngine, ChangelogSideSpec
+from joins.changelog.join_engine import LATEST_CHECK, ChangelogJoinEngine, TwoTablePipeline
 from joins.operators.table_table_join.spec import TableTableJoinSpec
-from joins.pipeline.spec import PipelineInput, PipelineLayout, PipelineSpec
+from joins.pipeline.spec import PipelineLayout
 from joins.pipeline.summary import RunSummary
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 
-class TableTableJoinPipeline(PipelineSpec):
+class TableTableJoinPipeline(TwoTablePipeline):
     """`operator: table_table_join` (seed 000, KIP-914).
 
     - `left`, `right`: the two sources (one key column each, of the same type), each with
@@ -38,23 +38,11 @@ class TableTableJoinPipeline(PipelineSpec):
     """
 
     operator: Literal["table_table_join"]
-    left: ChangelogSideSpec
-    right: ChangelogSideSpec
     join: Literal["inner", "left", "outer"] = "inner"
-    quarantine_expired: StrictBool = True
-
-    def pipeline_inputs(self) -> tuple[PipelineInput, ...]:
-        return (PipelineInput("left", self.left, "changelog"),
-                PipelineInput("right", self.right, "changelog"))
 
     @model_validator(mode="after")
     def _consistent(self) -> TableTableJoinPipeline:
-        who = f"{self.operator} spec {self.name!r}"
-        for side, src in (("left", self.left), ("right", self.right)):
-            if len(src.key_columns) != 1:
-                raise self.error(f"{side}.key_columns", f"the join is on one primary-key column, got "
-                                 f"{len(src.key_columns)}")
-            src.versioning().check(who, f"{side}.")
+        self.check_sides()
         if self.left.key_columns[0].type != self.right.key_columns[0].type:
             raise self.error("right.key_columns", f"the right key is {self.right.key_columns[0].type} "
                              f"but the left key is {self.left.key_columns[0].type}")
