@@ -47,6 +47,19 @@ ALL_COUNTS = ("expired", "null_to_null_dropped", "out_of_order_forwarded", "miss
               "incomparable")
 
 
+def counted(acc: Column, name: str, cond: Column) -> Column:
+    """The fold's counter `name` plus one where `cond` holds."""
+    from pyspark.sql import functions as F
+
+    return (acc[name] + F.when(cond, F.lit(1)).otherwise(F.lit(0))).alias(name)
+
+
+def out_of_order(acc: Column, x: Column, versioned: Column) -> Column:
+    """A versioned input's update older than the key's latest ts (`clatest`), not expired: the
+    store keeps it as history only (seed 002)."""
+    return ~x["expired"] & versioned & acc["clatest"].isNotNull() & (x["ts"] < acc["clatest"])
+
+
 class ForwardStep:
     """The shared fold; subclasses are dataclasses with `spec`, `values`, `cols`, `name`."""
 
@@ -155,10 +168,10 @@ class ForwardStep:
 
         def merge(acc: Column, x: Column) -> Column:
             def count(name: str, cond: Column) -> Column:
-                return (acc[name] + F.when(cond, F.lit(1)).otherwise(F.lit(0))).alias(name)
+                return counted(acc, name, cond)
 
             expired, tomb, ts = x["expired"], x["tomb"], x["ts"]
-            ooo = ~expired & versioned & acc["clatest"].isNotNull() & (ts < acc["clatest"])
+            ooo = out_of_order(acc, x, versioned)
             latest = ~expired & ~ooo
             new_p = ~tomb & (x["verdict"] == F.lit(PASS))
             old_p = acc["cp"] & acc["cpass"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from joins.changelog import EXPIRED, ChangelogColumns
+from joins.changelog.forward import counted, out_of_order
 from joins.operators.table_aggregate.spec import OPERATOR, TableAggregateSpec
 
 if TYPE_CHECKING:
@@ -105,10 +106,10 @@ def merge(spec: TableAggregateSpec) -> Any:
 
     def step(acc: Column, x: Column) -> Column:
         def count(name: str, cond: Column) -> Column:
-            return (acc[name] + F.when(cond, F.lit(1)).otherwise(F.lit(0))).alias(name)
+            return counted(acc, name, cond)
 
         expired, ts, seq = x["expired"], x["ts"], x["seq"]
-        ooo = ~expired & versioned & acc["clatest"].isNotNull() & (ts < acc["clatest"])
+        ooo = out_of_order(acc, x, versioned)
         applied = ~expired & ~ooo
         old, new = acc["mg"], x["group"]
         leave = F.when(applied & old.isNotNull(), F.array(F.struct(
