@@ -204,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e]
     hows = [h for h in args.hows.split(",") if h]
+    if set(hows) - {"inner", "left"}:
+        # The binned peers replicate each right row into every bin its window reaches; an outer
+        # right side would come out padded once per bin it did not match in.
+        parser.error(f"--hows: inner and left only (got {args.hows}): the binned peers' right "
+                     f"and full joins pad a right row once per bin its window reaches")
     spark = None
     spark_engines = [e for e in engines if e in SPARK_ENGINES]
     if spark_engines:

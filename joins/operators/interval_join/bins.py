@@ -87,14 +87,28 @@ def binned(frame: DataFrame, window: TimeWindow | None, side: Literal["left", "r
     return frame.withColumn(BIN, column)
 
 
+PairsHow = Literal["inner", "left_outer", "right_outer", "left_anti", "right_anti"]
+
+
 def candidate_pairs(left: DataFrame, right: DataFrame, *, keys: list[tuple[str, str]],
                     window: TimeWindow | None, condition: Column,
                     replicate: Literal["left", "right"], broadcast: Literal["left", "right", None] = None,
-                    ) -> DataFrame:
+                    how: PairsHow = "inner") -> DataFrame:
     """Every (left, right) row pair for which `condition` is TRUE. Column names of the two
     frames must differ (output names plus side-prefixed lineage). `replicate` names the side
-    copied into neighbouring bins (the smaller one, or the one to broadcast)."""
+    copied into neighbouring bins (the smaller one, or the one to broadcast).
+
+    `how` other than inner keeps a side's rows that match nothing: `left_outer` / `right_outer`
+    (Spark pads the other side with nulls) or only those rows, `left_anti` / `right_anti`. The
+    kept side must be the one in one bin per row (a row copied into two bins would match in one
+    and be kept from the other), so `replicate` must name the other side."""
     from pyspark.sql import functions as F
+
+    kept = {"left_outer": "left", "left_anti": "left", "right_outer": "right",
+            "right_anti": "right"}.get(how)
+    if kept is not None and window is not None and replicate == kept:
+        raise ValueError(f"candidate_pairs: a {how} join keeps the {kept} rows, which must not "
+                         f"be the replicated side")
 
     lb = binned(left, window, "left", replicate == "left")
     rb = binned(right, window, "right", replicate == "right")
@@ -106,22 +120,28 @@ def candidate_pairs(left: DataFrame, right: DataFrame, *, keys: list[tuple[str, 
     elif broadcast == "right":
         rb = F.broadcast(rb)
     elif window is not None or keys:
-        # A shuffled hash join: the (key, bin) groups are small by construction, so hashing the
-        # side that is not replicated beats sorting both sides (measured ~2x on 1M x 1M rows).
-        if replicate == "left":
+        # A shuffled hash join: the (key, bin) groups are small by construction, so hashing one
+        # side beats sorting both. An inner join hashes the side that is not replicated; an
+        # outer or anti join the side it does not keep (hashing the kept side of an outer join
+        # was slower on hot keys, bench/interval_join.py).
+        hashed = ("right" if replicate == "left" else "left") if kept is None else \
+            ("right" if kept == "left" else "left")
+        if hashed == "right":
             rb = rb.hint("shuffle_hash")
         else:
             lb = lb.hint("shuffle_hash")
     on = [F.col(lk) == F.col(rk) for lk, rk in keys]
     if window is not None:
         on.append(F.col("_l_bin") == F.col("_r_bin"))
-    if not on:
+    predicate = condition
+    for extra in reversed(on):
+        predicate = extra & predicate
+    if how == "inner" and not on:
         joined = lb.crossJoin(rb).where(condition)
+    elif how == "right_anti":
+        joined = rb.join(lb, predicate, "left_anti")
     else:
-        predicate = on[0]
-        for extra in on[1:]:
-            predicate = predicate & extra
-        joined = lb.join(rb, predicate & condition, "inner")
+        joined = lb.join(rb, predicate, how)
     if window is not None:
         joined = joined.drop("_l_bin", "_r_bin")
     return joined

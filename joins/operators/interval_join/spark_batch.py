@@ -1,5 +1,6 @@
 """The batch form of the interval join: two DataFrames in, every pair for which the condition is
-TRUE out, plus each unmatched row of an outer side null-padded (an anti-join of the pairs).
+TRUE out, plus each unmatched row of an outer side null-padded (Spark's outer join when one side
+is outer, an anti join per side when both are).
 
 This is what the stream form computes once every row has arrived and no row was late: the
 nested loop over both inputs filtered by the whole condition. Pairs are found by equality keys
@@ -85,6 +86,8 @@ def interval_join(left: DataFrame, right: DataFrame, spec: IntervalJoinSpec, *,
         without one each row gets `monotonically_increasing_id` and the side is checkpointed,
         so that pairs and unmatched rows agree on the ids.
     bin_ms: the time bin width (default: the bounds' window a + b).
+    replicate: the side copied into the bins its window reaches, for an inner or full join; a
+        left or right join replicates the side it does not keep.
     """
     layout = JoinLayout.of(spec, inputs={"left": _inputs(spec, "left", left, left_columns),
                                          "right": _inputs(spec, "right", right, right_columns)})
@@ -97,22 +100,37 @@ def interval_join(left: DataFrame, right: DataFrame, spec: IntervalJoinSpec, *,
         rrows = rrows.localCheckpoint()
     outer = spec.outer_sides
     lf, rf = _filtered(lrows, layout.filter("left")), _filtered(rrows, layout.filter("right"))
-    pairs = candidate_pairs(lf, rf, keys=layout.join_keys(), window=time_window(layout, bin_ms),
-                            condition=layout.condition(), replicate=replicate)
     columns = [*layout.output_columns(), L_SEQ, R_SEQ, KIND]
+    keys, window, condition = layout.join_keys(), time_window(layout, bin_ms), layout.condition()
     from pyspark.sql import functions as F
 
-    joined = pairs.withColumn(KIND, F.lit(JOINED))
-    if not outer:
-        return BatchJoin(joined.select(*columns), layout)
-    joined = joined.persist()
-    out = joined.select(*columns)
-    for side, rows, seq in (("left", lrows, L_SEQ), ("right", rrows, R_SEQ)):
-        if side in outer:
-            matched = joined.select(seq).distinct()
-            unmatched = rows.join(matched, seq, "left_anti")
-            out = out.unionByName(null_padded(unmatched, layout, side).select(*columns))
-    return BatchJoin(out, layout, release=joined.unpersist)
+    if len(outer) == 1:
+        # One outer side: Spark's own outer join pads the rows that match nothing, in the same
+        # pass that finds the pairs. The kept side is binned once per row, so the other side is
+        # the replicated one. Its filter-failing rows are in: the whole condition (which holds
+        # the filters) is the join's, so they match nothing and come out padded.
+        (side,) = outer
+        other: Side = "right" if side == "left" else "left"
+        hit = f"_{other}_hit"
+        kept = lrows if side == "left" else rrows
+        probed = (rf if side == "left" else lf).withColumn(hit, F.lit(True))
+        pairs = candidate_pairs(kept if side == "left" else probed, probed if side == "left" else kept,
+                                keys=keys, window=window, condition=condition, replicate=other,
+                                how=f"{side}_outer")
+        kind = F.when(F.col(hit).isNull(), F.lit(side)).otherwise(F.lit(JOINED))
+        return BatchJoin(pairs.withColumn(KIND, kind).select(*columns), layout)
+    pairs = candidate_pairs(lf, rf, keys=keys, window=window, condition=condition,
+                            replicate=replicate)
+    out = pairs.withColumn(KIND, F.lit(JOINED)).select(*columns)
+    for side in sorted(outer):
+        # Both sides outer: each side's unmatched rows by an anti join that bins that side once
+        # per row, rather than keeping every pair to look up which rows matched.
+        unmatched = candidate_pairs(lrows if side == "left" else lf, rf if side == "left" else rrows,
+                                    keys=keys, window=window, condition=condition,
+                                    replicate="right" if side == "left" else "left",
+                                    how=f"{side}_anti")
+        out = out.unionByName(null_padded(unmatched, layout, side).select(*columns))
+    return BatchJoin(out, layout)
 
 
 def _filtered(rows: DataFrame, condition: Column | None) -> DataFrame:
