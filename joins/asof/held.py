@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 # Above this many versions the history is not held whole (its window may be): the driver holds
-# about 70 bytes per version plus its values (measured: 2M versions with one double, 185 MiB
-# retained, the broadcast's compressed copy included), and a new base is broadcast to every
+# about 70 bytes per version plus its values (2M versions with one double retain 185 MiB,
+# the broadcast's compressed copy included), and a new base is broadcast to every
 # executor when the delta outgrows an eighth of it. Per batch, the cost follows the delta.
 HELD_MAX_ROWS = 4_000_000
 # ... and above this many bytes of values (wide rows): the driver keeps them, and a copy for the

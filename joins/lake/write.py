@@ -124,10 +124,10 @@ class StagedWrite:
 
 
 # Properties of a table a write creates, unless the caller sets them. A checkpoint every 100
-# commits (delta-rs's default, what tables written here had before), not delta-spark's 10: a
-# checkpoint is a Spark job, 1-1.6 s on a small warm table against 0.2-0.3 s for the write, and
-# every tenth micro-batch of every table paid it. Readers lose little: the version checksum
-# lists a table's files (joins/spark/delta_jars.py), sparing most of them the log replay.
+# commits (delta-rs's default), not delta-spark's 10: a checkpoint is a Spark job costing several
+# times a small write, which every tenth micro-batch of every table would pay. Readers lose
+# little: the version checksum lists a table's files (joins/spark/delta_jars.py), sparing most of
+# them the log replay.
 NEW_TABLE_PROPERTIES = {"delta.checkpointInterval": "100"}
 
 

@@ -73,7 +73,7 @@ class SparkSettings:
             conf["spark.ui.showConsoleProgress"] = "false"
             # PySpark 4 records the Python call site of every DataFrame call for its error
             # messages: several JVM round trips per call, about a third of a small
-            # micro-batch's plan-building time (measured: 2.45 s -> 2.1 s for 100 events).
+            # micro-batch's plan-building time.
             # The engine names the record and field in its own errors instead. (A static
             # setting: a Connect client cannot set it, and its calls make no round trip.)
             conf["spark.python.sql.dataFrameDebugging.enabled"] = "false"

@@ -224,8 +224,8 @@ class IntervalJoinStep:
             if counts.of(side, BUFFERED):
                 writes += 1
                 # The batch's own rows that joined: at most its row count, so shipped to every
-                # task when small (Spark cannot size a checkpoint; it sorted and shuffled both
-                # sides, 0.4 s of a 10k-row batch's buffer write).
+                # task when small (Spark cannot size a checkpoint, so it would sort and shuffle
+                # both sides).
                 flags = (pairs.where(~F.col(lin(side, "_old")))
                          .select(F.col(lin(side, SEQ)).alias("_hit")))
                 if counts.rows(side) <= BROADCAST_MAX_ROWS:

@@ -103,8 +103,8 @@ class Decider:
             scanned = scan_batch(new, self.spec, value_cols=self.value_cols, ts=self.ts,
                                  seq=self.seq, stream_time_before=before,
                                  block_rows=self.block_rows, seq_span=span)
-        # Three branches of the decision read it (measured: cheaper than recomputing its
-        # window per branch, even for 100 records).
+        # Three branches of the decision read it (cheaper than recomputing its window
+        # per branch, even for 100 records).
         classified = scanned.classified.persist()
         blocks, st_after = scanned.blocks, scanned.stream_time_after
         if scanned.single_block:

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 # A batch whose new records and buffer hold at most this many rows is decided in one task. One
 # Python loop over the rows costs about a microsecond per record on this machine's cores; the
-# set-wise path's fixed cost is about half a second (measured in bench/incremental_step.py).
+# set-wise path's fixed cost is about half a second (bench/incremental_step.py times both).
 SEQUENTIAL_MAX_ROWS = 200_000
 
 Kernel = Literal["auto", "jvm", "python"]
