@@ -9,9 +9,14 @@ l.key = r.key`, inner), a first batch that buffers `--buffered` rows (half per s
 event time, an allowed lag of ten days so that nothing is evicted), one untimed warm-up batch,
 then `--runs` timed batches of `--batch` new rows (half per side, keys from the same key space,
 times just after the buffered ones). `run_microbatch` is timed end to end (lease, plan, every
-Spark job, every commit, the done record); its phases are printed. The median per size and the
-ratio of the largest size to the smallest are saved to bench/results/interval_step.json with
-the machine's load average.
+Spark job, every commit, the done record); its phases are printed.
+
+Before the first size, `--jvm-warmup-rounds` small joins (2k buffered, 1k-row batches) run
+untimed, so that no size carries the process's JIT warm-up. Per size, the first batch after the
+buffering one is reported apart as **cold** (its join's first read of the buffers and first
+plans), the buffering batch itself as `load_s`; the median of the steady batches per size, the
+cold batches and the ratio of the largest size to the smallest are saved to
+bench/results/interval_step.json with the machine's load average.
 """
 
 from __future__ import annotations
@@ -77,13 +82,16 @@ class Join:
         return report_of(run_microbatch(self.spark, self.step, self.root, self.paths))
 
 
-def measure(spark: Any, buffered: int, batch: int, runs: int) -> dict[str, Any]:
+def measure(spark: Any, buffered: int, batch: int, runs: int, *, quiet: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tj-interval-step-") as tmp:
         join = Join(spark, Path(tmp))
         join.land(buffered, T0_MS, DAY_MS)
+        started = time.perf_counter()
         first = join.run()
+        load_s = time.perf_counter() - started
         assert sum(first.buffered_after.values()) == buffered, first.buffered_after
         times, phases = [], []
+        cold_s, cold_phases = 0.0, {}
         clock = T0_MS + DAY_MS
         for n in range(runs + 1):
             join.land(batch, clock, 60_000)
@@ -91,13 +99,17 @@ def measure(spark: Any, buffered: int, batch: int, runs: int) -> dict[str, Any]:
             started = time.perf_counter()
             report = join.run()
             elapsed = time.perf_counter() - started
+            label = "cold" if n == 0 else f"#{n}"
+            if not quiet:
+                print(f"  buffered {buffered} {label}: {elapsed:.2f} s, {report.joined_rows} "
+                      f"joined, buffers {report.buffered_after}", flush=True)
             if n == 0:
-                continue  # warm-up
+                cold_s, cold_phases = elapsed, report.timings
+                continue
             times.append(elapsed)
             phases.append(report.timings)
-            print(f"  buffered {buffered}: {elapsed:.2f} s, {report.joined_rows} joined, "
-                  f"buffers {report.buffered_after}", flush=True)
-        return {"buffered": buffered, "batch": batch, "times_s": times,
+        return {"buffered": buffered, "batch": batch, "load_s": round(load_s, 3),
+                "cold_s": round(cold_s, 3), "cold_phases": cold_phases, "times_s": times,
                 "median_s": statistics.median(times), "phases": phases[-1]}
 
 
@@ -107,17 +119,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--shuffle-partitions", type=int, default=4)
+    parser.add_argument("--jvm-warmup-rounds", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     from joins.spark import SparkSettings, get_spark
 
     spark = get_spark(SparkSettings(shuffle_partitions=args.shuffle_partitions, driver_memory="4g"))
+    for _ in range(args.jvm_warmup_rounds):
+        print("warming up the JVM (untimed)", flush=True)
+        measure(spark, 2_000, 1_000, 2, quiet=True)
     before = _machine()
     results = [measure(spark, int(b), args.batch, args.runs) for b in args.buffered.split(",")]
     ratio = results[-1]["median_s"] / results[0]["median_s"]
     for r in results:
         phases = ", ".join(f"{k} {v:.2f}" for k, v in r["phases"].items())
-        print(f"buffered {r['buffered']:>9}: median {r['median_s']:.2f} s  ({phases})")
+        print(f"buffered {r['buffered']:>9}: median {r['median_s']:.2f} s  ({phases}); "
+              f"cold {r['cold_s']:.2f} s, buffering batch {r['load_s']:.2f} s")
     print(f"ratio {results[-1]['buffered']} / {results[0]['buffered']}: {ratio:.2f} "
           f"(target <= {TARGET})")
     args.out.parent.mkdir(parents=True, exist_ok=True)
