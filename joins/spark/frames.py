@@ -52,3 +52,15 @@ _REPARTITIONS = frozenset({"Repartition", "RepartitionByExpression"})
 def checkpointed(df: DataFrame) -> DataFrame:
     """`df` materialized once (a local checkpoint) in at most `write_tasks` partitions."""
     return for_writing(df).localCheckpoint()
+
+
+def release_checkpoint(df: DataFrame) -> None:
+    """Free the blocks of a frame `checkpointed` made, now rather than when the JVM's garbage
+    collector finds its RDD unreferenced: a long-running process (a run worker, a sensor's
+    loop) would otherwise hold many batches' checkpoints in its memory and on its disk."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return  # Spark Connect: the server frees a checkpoint when the client drops the frame
+    plan = jdf.queryExecution().analyzed()
+    if str(plan.nodeName()) == "LogicalRDD":
+        plan.rdd().unpersist(False)

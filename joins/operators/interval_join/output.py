@@ -127,9 +127,12 @@ def finish_output(parts: list[DataFrame], layout: JoinLayout, batch_id: int) -> 
     union = parts[0]
     for part in parts[1:]:
         union = union.unionByName(part, allowMissingColumns=True)
-    for name in LINEAGE_OUT:
-        if name not in union.columns:
-            union = union.withColumn(name, F.lit(None))
+    # One projection for every missing lineage column: each `withColumn` would have Spark
+    # analyse the whole union again.
+    present = set(union.columns)
+    missing = [F.lit(None).alias(name) for name in LINEAGE_OUT if name not in present]
+    if missing:
+        union = union.select("*", *missing)
     order = (F.lit(batch_id).cast("long") * F.lit(1 << 40) + F.col(SLOT) * F.lit(1 << 16)
              + F.col(SUB))
     return union.select(

@@ -82,7 +82,7 @@ from joins.operators.interval_join.pairs import batch_pairs, lin, narrowed, old_
 from joins.operators.interval_join.report import IntervalBatchReport
 from joins.operators.interval_join.timeline import Timeline, build_timeline, carry_of, state_of
 from joins.spark.exprs import count_if
-from joins.spark.frames import checkpointed
+from joins.spark.frames import checkpointed, release_checkpoint
 from joins.sql import SIDES, ColumnRef, Side
 
 if TYPE_CHECKING:
@@ -145,9 +145,12 @@ class IntervalJoinStep:
         new, old = {}, {}
         for side in SIDES:
             evict = evict_index(layout, side, timeline)
-            # Cached: the count, the pairs, the null-padded rows and the buffer all read it.
-            new[side] = classify(raw[side], layout, side, timeline).withColumn(
-                EVICT, F.when(F.col(CLASS) == BUFFERED, evict)).persist()
+            # Materialized once: the count, the pairs, the null-padded rows and the buffer all
+            # read it. A checkpoint rather than a cache: every frame built on it then starts
+            # from a leaf, so Spark's analysis of each (the step builds dozens) stays small.
+            with ctx.phase("classify"):
+                new[side] = checkpointed(classify(raw[side], layout, side, timeline).withColumn(
+                    EVICT, F.when(F.col(CLASS) == BUFFERED, evict)))
             buffered = buffered_rows(table, layout, side, timeline.segments[0].floors)
             old[side] = None if buffered is None else buffered.withColumn(EVICT, evict)
         evicted_old = {s: None if old[s] is None else old[s].where(F.col(EVICT).isNotNull())
@@ -182,8 +185,8 @@ class IntervalJoinStep:
             quarantine = Written(quarantine_rows(layout, new, ctx.batch_id, late_q))
         state = self._state_writes(ctx, new, pairs, matched, old, counts)
         def release() -> None:
-            for frame in new.values():
-                frame.unpersist()
+            for frame in (*new.values(), pairs):
+                release_checkpoint(frame)
 
         return StepResult(output=output, quarantine=quarantine, state=state,
                           finish=self._finisher(ctx, timeline, counts, held, seen, marked),
