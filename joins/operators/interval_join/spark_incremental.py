@@ -71,6 +71,7 @@ from joins.operators.interval_join.inputs import (
     explicit_events,
     max_seen,
     read_side,
+    rows_at_most,
 )
 from joins.operators.interval_join.output import (
     finish_output,
@@ -92,6 +93,8 @@ if TYPE_CHECKING:
 
 APP = "interval_join"
 BROADCAST_MAX_ROWS = 2_000_000
+# A batch with at most this many new rows per side has its classified rows checkpointed (step).
+CHECKPOINT_MAX_ROWS = 1_000
 
 
 @dataclass
@@ -143,14 +146,20 @@ class IntervalJoinStep:
             events += derived_events(layout, self.lag_ms, seen)
             timeline = build_timeline(plan, state_of(carry, plan), events)
         new, old = {}, {}
+        small = all(rows_at_most(ctx, s, CHECKPOINT_MAX_ROWS) for s in SIDES)
         for side in SIDES:
             evict = evict_index(layout, side, timeline)
-            # Materialized once: the count, the pairs, the null-padded rows and the buffer all
-            # read it. A checkpoint rather than a cache: every frame built on it then starts
-            # from a leaf, so Spark's analysis of each (the step builds dozens) stays small.
-            with ctx.phase("classify"):
-                new[side] = checkpointed(classify(raw[side], layout, side, timeline).withColumn(
-                    EVICT, F.when(F.col(CLASS) == BUFFERED, evict)))
+            # Read by the count, pairs, padded rows and buffer: materialized once. A small batch
+            # is checkpointed, so the dozens of frames built on it start from a leaf and Spark's
+            # analysis of each (most of a small batch's time) stays small; a larger one is
+            # cached as the count reads it (no extra pass over its rows).
+            classified = classify(raw[side], layout, side, timeline).withColumn(
+                EVICT, F.when(F.col(CLASS) == BUFFERED, evict))
+            if small:
+                with ctx.phase("classify"):
+                    new[side] = checkpointed(classified)
+            else:
+                new[side] = classified.persist()
             buffered = buffered_rows(table, layout, side, timeline.segments[0].floors)
             old[side] = None if buffered is None else buffered.withColumn(EVICT, evict)
         evicted_old = {s: None if old[s] is None else old[s].where(F.col(EVICT).isNotNull())
@@ -185,8 +194,9 @@ class IntervalJoinStep:
             quarantine = Written(quarantine_rows(layout, new, ctx.batch_id, late_q))
         state = self._state_writes(ctx, new, pairs, matched, old, counts)
         def release() -> None:
-            for frame in (*new.values(), pairs):
-                release_checkpoint(frame)
+            for frame in new.values():
+                release_checkpoint(frame) if small else frame.unpersist()
+            release_checkpoint(pairs)
 
         return StepResult(output=output, quarantine=quarantine, state=state,
                           finish=self._finisher(ctx, timeline, counts, held, seen, marked),
