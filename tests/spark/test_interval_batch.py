@@ -104,3 +104,30 @@ def test_a_comparison_of_a_string_with_a_number_is_refused_before_running(spark:
     right = spark.createDataFrame([], "t long, v long")
     with pytest.raises(ConfigError, match=r"cannot compare a long with a string"):
         interval_join(left, right, the_spec)
+
+
+@pytest.mark.parametrize("join", ["left", "right", "full"])
+def test_an_outer_row_matching_in_one_bin_is_not_padded_from_the_next(spark: Any, join: str) -> None:
+    # Bins of width 2 for a window of 2: the right row at t=3 reaches bins 0 and 1 and matches
+    # only the left row at t=2 (bin 1). Were the kept side the replicated one, its copy in the
+    # bin without a match would come out null-padded beside the pair.
+    lefts = [{"id": "a", "t": 2, "k": "x", "v": 1}, {"id": "b", "t": 9, "k": "x", "v": 1}]
+    rights = [{"id": "c", "t": 3, "k": "x", "v": 1}, {"id": "d", "t": 1, "k": "x", "v": 1}]
+    text = "l.t BETWEEN r.t - 1 AND r.t + 1 AND l.k = r.k"
+    assert spark_rows(spark, join, text, lefts, rights, bin_ms=2) == \
+        nested_loop(join, lefts, rights, lambda a, b: abs(a["t"] - b["t"]) <= 1 and a["k"] == b["k"])
+
+
+def test_candidate_pairs_refuses_to_keep_the_replicated_side(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from joins.operators.interval_join.bins import TimeWindow, candidate_pairs
+
+    left = spark.createDataFrame([(1,)], "l_t long")
+    right = spark.createDataFrame([(1,)], "r_t long")
+    window = TimeWindow("l_t", "r_t", a=1, b=1, width=2)
+    for how, replicate in (("left_outer", "left"), ("right_anti", "right")):
+        kept = how.split("_")[0]
+        with pytest.raises(ValueError, match=f"keeps the {kept} rows, which must not be the replicated"):
+            candidate_pairs(left, right, keys=[], window=window, condition=F.lit(True),
+                            replicate=replicate, how=how)

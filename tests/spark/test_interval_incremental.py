@@ -262,3 +262,36 @@ def test_compaction_between_batches_changes_nothing_a_batch_reads(spark: Any, tm
         last[report.batch_id] = batch[-1].i
     got = [{**item, "after_input": last[b]} for b, item in replay.ordered_items()]
     assert got == want
+
+
+@pytest.mark.parametrize("limit", [0, 10**6], ids=["cached", "checkpointed"])
+def test_a_batch_is_the_same_whether_its_rows_are_cached_or_checkpointed(
+        spark: Any, limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The scenarios' batches are all small (checkpointed); a batch above the limit caches its
+    # classified rows instead: both must give the reference's items.
+    from joins.operators.interval_join import spark_incremental
+    from joins.scenario import load_scenario
+    from joins.scenario.runner import prepare
+
+    monkeypatch.setattr(spark_incremental, "CHECKPOINT_MAX_ROWS", limit)
+    definition, spec, records = prepare(load_scenario(ROOT / "tests/scenarios/003_join_full.json"))
+    for batch_size in (3, None):
+        want_m: dict[str, int] = {}
+        want = run_reference(definition, spec, records, batch_size or len(records), want_m)
+        got_m: dict[str, int] = {}
+        assert spark_replay(spec, records, batch_size, got_m) == want, f"batch size {batch_size}"
+        assert nonzero(got_m) == nonzero(want_m)
+
+
+def test_a_released_checkpoint_frees_its_blocks(spark: Any) -> None:
+    from joins.spark.frames import checkpointed, release_checkpoint
+
+    def persisted() -> set[int]:
+        return {int(k) for k in spark.sparkContext._jsc.getPersistentRDDs().keySet()}
+
+    before = persisted()
+    frame = checkpointed(spark.range(10))
+    held = persisted() - before
+    assert len(held) == 1
+    release_checkpoint(frame)
+    assert not (persisted() & held)
