@@ -104,8 +104,7 @@ def candidate_pairs(left: DataFrame, right: DataFrame, *, keys: list[tuple[str, 
     and be kept from the other), so `replicate` must name the other side."""
     from pyspark.sql import functions as F
 
-    kept = {"left_outer": "left", "left_anti": "left", "right_outer": "right",
-            "right_anti": "right"}.get(how)
+    kept = None if how == "inner" else how.split("_")[0]
     if kept is not None and window is not None and replicate == kept:
         raise ValueError(f"candidate_pairs: a {how} join keeps the {kept} rows, which must not "
                          f"be the replicated side")
@@ -122,11 +121,10 @@ def candidate_pairs(left: DataFrame, right: DataFrame, *, keys: list[tuple[str, 
     elif window is not None or keys:
         # A shuffled hash join: the (key, bin) groups are small by construction, so hashing one
         # side beats sorting both. An inner join hashes the side that is not replicated; an
-        # outer or anti join the side it does not keep (hashing the kept side of an outer join
-        # was slower on hot keys, bench/interval_join.py).
-        hashed = ("right" if replicate == "left" else "left") if kept is None else \
-            ("right" if kept == "left" else "left")
-        if hashed == "right":
+        # outer or anti join the side it does not keep, the replicated one (hashing the kept
+        # side of an outer join was slower on hot keys, bench/interval_join.py).
+        single = "right" if replicate == "left" else "left"
+        if (replicate if kept is not None else single) == "right":
             rb = rb.hint("shuffle_hash")
         else:
             lb = lb.hint("shuffle_hash")

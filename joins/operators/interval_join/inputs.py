@@ -146,6 +146,7 @@ def derived_events(layout: JoinLayout, lag_ms: dict[Side, int | None],
 
 
 def batch_rows(ctx: StepContext, side: Side) -> int | None:
+    """The batch's new rows of `side`, from Delta's statistics (None: unknown)."""
     stats = ctx.change_stats(side)
     return None if stats is None else stats.rows
 
@@ -165,10 +166,3 @@ def batch_range(ctx: StepContext, layout: JoinLayout,
         if stats.min.get(column) is not None and stats.max.get(column) is not None:
             lo[ref], hi[ref] = int(stats.min[column]), int(stats.max[column])
     return lo, hi
-
-
-def rows_at_most(ctx: StepContext, side: Side, limit: int) -> bool:
-    """Whether the batch's new rows of `side` are known, from Delta's statistics, to be at most
-    `limit` (unknown: no)."""
-    stats = ctx.change_stats(side)
-    return stats is not None and stats.rows is not None and stats.rows <= limit

@@ -104,32 +104,35 @@ def interval_join(left: DataFrame, right: DataFrame, spec: IntervalJoinSpec, *,
     keys, window, condition = layout.join_keys(), time_window(layout, bin_ms), layout.condition()
     from pyspark.sql import functions as F
 
+    rows: dict[Side, DataFrame] = {"left": lrows, "right": rrows}
+    filtered: dict[Side, DataFrame] = {"left": lf, "right": rf}
+
+    def keeping(side: Side, how: Literal["outer", "anti"], marker: str | None = None) -> DataFrame:
+        # Every row of the kept side, binned once per row (so the other side is the replicated
+        # one), against the other side's filtered rows. The kept side's filter-failing rows are
+        # in: the whole condition (which holds the filters) is the join's, so they match nothing.
+        other: Side = "right" if side == "left" else "left"
+        frames = {side: rows[side], other: filtered[other]}
+        if marker is not None:
+            frames[other] = frames[other].withColumn(marker, F.lit(True))
+        return candidate_pairs(frames["left"], frames["right"], keys=keys, window=window,
+                               condition=condition, replicate=other, how=f"{side}_{how}")
+
     if len(outer) == 1:
         # One outer side: Spark's own outer join pads the rows that match nothing, in the same
-        # pass that finds the pairs. The kept side is binned once per row, so the other side is
-        # the replicated one. Its filter-failing rows are in: the whole condition (which holds
-        # the filters) is the join's, so they match nothing and come out padded.
+        # pass that finds the pairs.
         (side,) = outer
-        other: Side = "right" if side == "left" else "left"
-        hit = f"_{other}_hit"
-        kept = lrows if side == "left" else rrows
-        probed = (rf if side == "left" else lf).withColumn(hit, F.lit(True))
-        pairs = candidate_pairs(kept if side == "left" else probed, probed if side == "left" else kept,
-                                keys=keys, window=window, condition=condition, replicate=other,
-                                how=f"{side}_outer")
+        hit = "_hit"
         kind = F.when(F.col(hit).isNull(), F.lit(side)).otherwise(F.lit(JOINED))
-        return BatchJoin(pairs.withColumn(KIND, kind).select(*columns), layout)
+        return BatchJoin(keeping(side, "outer", hit).withColumn(KIND, kind).select(*columns),
+                         layout)
     pairs = candidate_pairs(lf, rf, keys=keys, window=window, condition=condition,
                             replicate=replicate)
     out = pairs.withColumn(KIND, F.lit(JOINED)).select(*columns)
     for side in sorted(outer):
-        # Both sides outer: each side's unmatched rows by an anti join that bins that side once
-        # per row, rather than keeping every pair to look up which rows matched.
-        unmatched = candidate_pairs(lrows if side == "left" else lf, rf if side == "left" else rrows,
-                                    keys=keys, window=window, condition=condition,
-                                    replicate="right" if side == "left" else "left",
-                                    how=f"{side}_anti")
-        out = out.unionByName(null_padded(unmatched, layout, side).select(*columns))
+        # Both sides outer: each side's unmatched rows by an anti join, rather than keeping
+        # every pair to look up which rows matched.
+        out = out.unionByName(null_padded(keeping(side, "anti"), layout, side).select(*columns))
     return BatchJoin(out, layout)
 
 

@@ -67,11 +67,11 @@ from joins.operators.interval_join.counts import (
 from joins.operators.interval_join.inputs import (
     OrderMode,
     batch_range,
+    batch_rows,
     derived_events,
     explicit_events,
     max_seen,
     read_side,
-    rows_at_most,
 )
 from joins.operators.interval_join.output import (
     finish_output,
@@ -146,7 +146,7 @@ class IntervalJoinStep:
             events += derived_events(layout, self.lag_ms, seen)
             timeline = build_timeline(plan, state_of(carry, plan), events)
         new, old = {}, {}
-        small = all(rows_at_most(ctx, s, CHECKPOINT_MAX_ROWS) for s in SIDES)
+        small = all((n := batch_rows(ctx, s)) is not None and n <= CHECKPOINT_MAX_ROWS for s in SIDES)
         for side in SIDES:
             evict = evict_index(layout, side, timeline)
             # Read by the count, pairs, padded rows and buffer: materialized once. A small batch
@@ -155,11 +155,8 @@ class IntervalJoinStep:
             # cached as the count reads it (no extra pass over its rows).
             classified = classify(raw[side], layout, side, timeline).withColumn(
                 EVICT, F.when(F.col(CLASS) == BUFFERED, evict))
-            if small:
-                with ctx.phase("classify"):
-                    new[side] = checkpointed(classified)
-            else:
-                new[side] = classified.persist()
+            with ctx.phase("classify"):
+                new[side] = checkpointed(classified) if small else classified.persist()
             buffered = buffered_rows(table, layout, side, timeline.segments[0].floors)
             old[side] = None if buffered is None else buffered.withColumn(EVICT, evict)
         evicted_old = {s: None if old[s] is None else old[s].where(F.col(EVICT).isNotNull())
@@ -195,7 +192,10 @@ class IntervalJoinStep:
         state = self._state_writes(ctx, new, pairs, matched, old, counts)
         def release() -> None:
             for frame in new.values():
-                release_checkpoint(frame) if small else frame.unpersist()
+                if small:
+                    release_checkpoint(frame)
+                else:
+                    frame.unpersist()
             release_checkpoint(pairs)
 
         return StepResult(output=output, quarantine=quarantine, state=state,
