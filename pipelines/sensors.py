@@ -4,7 +4,7 @@ Both sensors only list files or read Delta logs (no Spark), so a tick costs mill
 tick that requests nothing says why, in the tick's skip reason.
 
 - `<source>_landing_sensor`: the files to ingest are those landed that no ingest batch has
-  taken (the source's manifest says which) and that no earlier tick requested; the cursor
+  taken (the source's batch log says which) and that no earlier tick requested; the cursor
   keeps only the requested files not taken yet and the last name requested, so it stays small
   however many files the folder ever held, and a file landed under a name that sorts before
   the last one is still found. A new file set gets one run whose run key is derived from the

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def _layout(item: PipelineInput) -> VersionedDeltaLayout:
-    from joins.landing import table_layout
+    from joins.ingest.table import table_layout
 
     return table_layout(item.source.landing_spec(), item.history_retention_ms or 0)
 

@@ -24,7 +24,7 @@ from joins import lake
 from joins.errors import JoinsError
 
 PLAN, DONE = "plan", "done"
-_SCHEMA = pa.schema([("batch_id", pa.int64()), ("kind", pa.string()), ("payload", pa.string())])
+SCHEMA = pa.schema([("batch_id", pa.int64()), ("kind", pa.string()), ("payload", pa.string())])
 
 # The log is rewritten into one file every this many batches, so that reading it stays cheap.
 COMPACT_EVERY = 50
@@ -142,6 +142,15 @@ class BatchLog:
         payload = self._rows([batch_id]).get((batch_id, PLAN))
         return None if payload is None else BatchPlan.from_json(payload)
 
+    def plans(self) -> list[BatchPlan]:
+        """Every batch's plan, in batch order (metadata: one row per batch)."""
+        small = lake.open_small(self.path)
+        if small is None:
+            return []
+        table = small.read([("kind", "=", PLAN)])
+        return sorted((BatchPlan.from_json(str(p)) for p in table.column("payload").to_pylist()),
+                      key=lambda p: p.batch_id)
+
     def write_plan(self, plan: BatchPlan) -> bool:
         """Commit the plan; False if a plan of this batch id was already committed."""
         return self._append(plan.batch_id, PLAN, plan.to_json(), self.plan_app) is not None
@@ -151,7 +160,7 @@ class BatchLog:
 
     def _append(self, batch_id: int, kind: str, payload: str, app_id: str) -> int | None:
         rows = pa.table({"batch_id": [batch_id], "kind": [kind], "payload": [payload]},
-                        schema=_SCHEMA)
+                        schema=SCHEMA)
         info = lake.write_delta(rows, self.path, mode="append",
                                 app_txn=lake.AppTxn(app_id, batch_id),
                                 commit_message=f"{self.app}: {kind} batch {batch_id}")
@@ -166,6 +175,6 @@ class BatchLog:
             return
         # Another commit landing meanwhile only postpones the compaction (an optimisation).
         with contextlib.suppress(lake.ConcurrentCommitError):
-            lake.write_arrow(rows.cast(_SCHEMA), self.path, mode="overwrite",
+            lake.write_arrow(rows.cast(SCHEMA), self.path, mode="overwrite",
                              commit_message=f"{self.app}: compact batch log",
                              expected_version=version)

@@ -6,7 +6,7 @@ a small table of the lake (`<lake>/catalog/<source>`). Sensors and the Dagster U
 without Spark, read the location from that record; before the first run there is none, and the
 landing sensor asks for a run to resolve it (`pipelines/sensors.py`).
 
-The record also pins which table the source is: the ingest's manifest counts that table's
+The record also pins which table the source is: the ingest's batch log counts that table's
 versions, so a name that later points at another table (dropped and created anew, or moved)
 is refused rather than read from the new table's version 0 as if nothing had been taken.
 """
@@ -108,5 +108,5 @@ def resolved_source(spark: SparkSession, source: IngestSource, record: str,
             f"{now.table_id} at {now.location}, but this source has ingested the versions of "
             f"{before.table_id} at {before.location} (as {before.name}). A table created anew "
             f"has versions of its own: give the new table a source of its own, or remove this "
-            f"source's tables, manifest and catalog record ({record}) to start it over")
+            f"source's tables, batch log and catalog record ({record}) to start it over")
     return replace(source, landing=now.location)

@@ -1,6 +1,6 @@
 """A source whose data lands as a user's Delta table (`format: delta`, `landing` naming the
 table): its commits play the part of landing files. Each version is "landed" once committed and
-taken by exactly one ingest batch, recorded in the manifest like a file (`v<version>`, zero-padded
+taken by exactly one ingest batch, recorded in the batch log like a file (`v<version>`, zero-padded
 so that name order is version order); a batch reads the contiguous versions it planned, through
 `joins.landing.read_delta_changes` (the change data feed, or the appends)."""
 
@@ -27,12 +27,12 @@ def version_name(version: int) -> str:
 
 def version_of(name: str) -> int:
     if not (name.startswith(_PREFIX) and name[1:].isdigit()):
-        raise ConfigError(f"{name!r} is not a Delta version's manifest name (v<20 digits>)")
+        raise ConfigError(f"{name!r} is not a Delta version's name in a batch log (v<20 digits>)")
     return int(name[1:])
 
 
 def landed_versions(table: str) -> list[str]:
-    """The committed versions of `table`, as manifest names; none while it does not exist."""
+    """The committed versions of `table`, as batch log names; none while it does not exist."""
     from joins.lake import delta_version
 
     latest = delta_version(table)

@@ -4,23 +4,30 @@
   throughout, waiting for it at most `wait_s` (then WriterBusyError names the holder), and
   checks it before every commit; every commit is also guarded by the table version it was
   decided against, so a writer that lost the lease cannot land anything.
-- Exactly once across crashes and retries, via the write-ahead manifest (`manifest.py`): a
-  planned batch whose commit did not land is re-run first, with its own files and batch id,
-  before anything new is planned. A plan commit that another run made first stops the run.
+- Exactly once across crashes and retries, via the source's batch log (`log.py`: the runtime's
+  `BatchLog`, plan before the batch reads anything, done after its last commit): a planned
+  batch not done is re-run first, with its own files and batch id, before anything new is
+  planned. A plan commit that another run made first stops the run.
 - Leftovers of a crashed run are removed first (`joins.lake.remove_leftovers`).
 - No file blocks the source: a file that cannot be read is quarantined whole and recorded in the
-  manifest as taken; the rest of the batch goes on.
+  batch log as taken; the rest of the batch goes on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from joins.errors import ConfigError
 from joins.ingest.catalog import resolved_source
-from joins.ingest.delta_source import batch_reader, landed_versions, up_to_metadata_change
-from joins.ingest.manifest import IngestManifest, PlannedBatch, PlannedFile, pending_files
+from joins.ingest.delta_source import (
+    batch_reader,
+    landed_versions,
+    up_to_metadata_change,
+    version_of,
+)
+from joins.ingest.log import IngestLog, PlannedBatch, PlannedFile, pending_files
 from joins.ingest.source import IngestSource, IngestSummary
 from joins.ingest.stream import ingest_stream_batch
 from joins.ingest.table import ingest_table_batch
@@ -83,35 +90,44 @@ def run_ingest(spark: SparkSession, source: IngestSource, *, requested: Sequence
         if missing:
             raise ConfigError(f"{source.name}: config.files names file(s) not in the landing "
                               f"folder {source.landing}: {missing}")
-        remove_leftovers(spark, [source.manifest, source.quarantine, source.table],
+        # The batch log is delta-rs's own small write: no Spark files to leave behind.
+        remove_leftovers(spark, [source.quarantine, source.table],
                          writer=source.name, before_commit=lease.check)
         if source.history_retention_ms is not None:
             check_history_retention(source.table, source.history_retention_ms,
                                     before_commit=lease.check)
-        manifest = IngestManifest(spark, source.manifest, source_id=source.name)
+        log = IngestLog(source.manifest, source_id=source.name)
+        log.migrate(committed=txn_version(source.table, source.name), before_commit=lease.check)
+        state = log.state()
         summaries: list[IngestSummary] = []
-        last, planned = manifest.state()
-        committed = txn_version(source.table, source.name) if last is not None else None
-        if last is not None and (committed is None or committed < last.batch_id):
-            summaries.append(_ingest_batch(spark, source, last, lease.check))
-        todo = pending_files(sorted(entries), planned, list(requested))
-        if delta and todo != pending_files(sorted(entries), planned, None)[:len(todo)]:
+        if state.pending is not None:
+            summaries.append(_ingest_batch(spark, source, state.pending, log, lease.check))
+        todo = pending_files(sorted(entries), state.taken, list(requested))
+        if delta and todo != pending_files(sorted(entries), state.taken, None)[:len(todo)]:
             raise ConfigError(f"{source.name}: a Delta table's versions are taken in order, "
                               f"without gaps; config.files names {todo}")
-        next_id = 0 if last is None else last.batch_id + 1
+        next_id = state.next_id
         while todo:
             # A Delta table's versions go in batches that one read can take (each ends before a
             # metadata change); landing files all in one.
             taken = up_to_metadata_change(source.landing, todo) if delta else todo
             batch = PlannedBatch(next_id, tuple(PlannedFile(n, _plan_problem(entries[n], source))
                                                 for n in taken))
-            manifest.plan(batch, before_commit=lease.check)
-            summaries.append(_ingest_batch(spark, source, batch, lease.check))
+            log.plan(batch, landing=source.landing, before_commit=lease.check,
+                     version_range=(version_of(taken[0]), version_of(taken[-1])) if delta else None)
+            summaries.append(_ingest_batch(spark, source, batch, log, lease.check))
             todo, next_id = todo[len(taken):], next_id + 1
         return summaries
 
 
-def _ingest_batch(spark: SparkSession, source: IngestSource, batch: PlannedBatch,
+def _ingest_batch(spark: SparkSession, source: IngestSource, batch: PlannedBatch, log: IngestLog,
+                  before_commit: Callable[[], None]) -> IngestSummary:
+    summary = _ingest_files(spark, source, batch, before_commit)
+    log.done(batch.batch_id, dataclasses.asdict(summary), before_commit=before_commit)
+    return summary
+
+
+def _ingest_files(spark: SparkSession, source: IngestSource, batch: PlannedBatch,
                   before_commit: Callable[[], None]) -> IngestSummary:
     ingest = ingest_table_batch if source.kind == "table" else ingest_stream_batch
     if source.spec.format == "delta":

@@ -23,7 +23,8 @@ class IngestSource:
       events table that keeps every update's `tombstone` flag: a table whose versioning the
       operator applies, e.g. either side of a table-table join);
     - `table`: the versioned table / the events table; `quarantine`: rows (and whole files)
-      not stored, with the reason; `manifest`: which landing files each batch took;
+      not stored, with the reason; `manifest`: the source's batch log, which landing files
+      each batch took (`joins.ingest.log`);
     - `lease`: the writer lease that lets one ingest of the source run at a time;
     - `catalog_table`: a Delta source named in Spark's catalog; each run resolves it to its
       location (`landing`) and checks it against `catalog_record` (`joins.ingest.catalog`).

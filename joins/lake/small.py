@@ -24,10 +24,11 @@ MAX_ROWS = 100_000
 
 def write_arrow(table: pa.Table, path: str, *, mode: str = "append", app_txn: AppTxn | None = None,
                 commit_message: str | None = None,
-                expected_version: int | None = None) -> CommitInfo:
+                expected_version: int | None = None, new_schema: bool = False) -> CommitInfo:
     """Append (or overwrite with) a small Arrow table in one commit, idempotent with `app_txn`;
     with `expected_version`, the commit must be exactly the next version (else
-    ConcurrentCommitError and nothing is committed)."""
+    ConcurrentCommitError and nothing is committed). `new_schema` (with mode overwrite): the
+    table's columns become the Arrow table's (a metadata table rewritten in a new format)."""
     loc = TableLocation.of(path)
     if table.num_rows > MAX_ROWS:
         raise LakeError(f"{loc}: {table.num_rows} rows is too many for a metadata write "
@@ -49,6 +50,7 @@ def write_arrow(table: pa.Table, path: str, *, mode: str = "append", app_txn: Ap
     target: str | DeltaTable = loc.delta_uri if existing is None else existing
     try:
         write_deltalake(target, table, mode=mode,  # type: ignore[arg-type]
+                        schema_mode="overwrite" if new_schema else None,
                         commit_properties=CommitProperties(
                             custom_metadata=metadata, app_transactions=txns,
                             max_commit_retries=None if expected_version is None else 0))

@@ -1,7 +1,7 @@
-"""Landing files (JSON-lines, CSV, Parquet) of a changelog: read with a declared schema,
-validated row by row, applied to a versioned Delta table with bad rows refused or quarantined."""
+"""Landing files (JSON-lines, CSV, Parquet) or a user's Delta table's commits, read as a
+changelog with a declared schema and validated row by row (bad rows refused or set apart with
+the reason). What is done with the changelog is the ingest's (`joins.ingest`)."""
 
-from joins.landing.ingest import ingest_landing, table_layout
 from joins.landing.reader import LandingBatch, LandingFileError, LandingRecordError, read_landing
 from joins.landing.spec import ColumnSpec, LandingSpec
 
@@ -11,7 +11,5 @@ __all__ = [
     "LandingFileError",
     "LandingRecordError",
     "LandingSpec",
-    "ingest_landing",
     "read_landing",
-    "table_layout",
 ]

@@ -140,6 +140,7 @@ def landing_status(layout: SourceLayout, item: PipelineInput) -> LandingStatus:
     from joins.ingest import list_landing
     from joins.ingest.catalog import is_unresolved
     from joins.ingest.delta_source import landed_versions
+    from joins.ingest.log import IngestLog
 
     folder = layout.landing(item.source)
     if is_unresolved(folder):
@@ -147,15 +148,8 @@ def landing_status(layout: SourceLayout, item: PipelineInput) -> LandingStatus:
                              newest_file=None, unresolved=True)
     # A Delta table's committed versions are what has landed (joins.ingest.delta_source).
     landed = landed_versions(folder) if item.source.format == "delta" else list_landing(folder)
-    manifest = lake.read_arrow(layout.manifest(item.source))
-    taken: set[str] = set()
-    quarantined = 0
-    if manifest is not None:
-        names = manifest.column("file").to_pylist()
-        status = (manifest.column("status").to_pylist() if "status" in manifest.column_names
-                  else ["ingest"] * len(names))
-        taken = set(names)
-        quarantined = sum(1 for s in status if s == "quarantined")
+    state = IngestLog(layout.manifest(item.source), source_id=item.source.name).state()
+    taken, quarantined = state.taken, len(state.quarantined)
     return LandingStatus(folder=folder, files=len(landed), taken=len(taken & set(landed)),
                          pending=tuple(f for f in landed if f not in taken),
                          quarantined_files=quarantined, newest_file=landed[-1] if landed else None)

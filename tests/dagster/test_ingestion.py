@@ -1,5 +1,5 @@
-"""Ingest runs take each landing file exactly once, also across a crash between the manifest
-commit and the data commit."""
+"""Ingest runs take each landing file exactly once, also across a crash between the plan
+(the batch log's) and the data commit."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from joins.errors import ConfigError
 from joins.ingest import SEQ, run_ingest
-from joins.ingest.manifest import IngestManifest, PlannedBatch, PlannedFile, pending_files
+from joins.ingest.log import IngestLog, PlannedBatch, PlannedFile, pending_files
 from joins.ingest.stream import ingest_stream_batch
 from joins.lake import read_delta, txn_version
 from joins.pipeline import PipelineLayout, parse_pipeline_spec
@@ -46,10 +46,10 @@ def test_each_file_is_ingested_once_and_a_planned_batch_is_resumed(spark, tmp_pa
     assert (first.batch_id, first.files, first.stored, first.skipped) == (0, ("0000-rates.csv",), 2, False)
     assert run_ingest(spark, rates) == []
 
-    # A crash after the manifest commit of batch 1, before its data commit.
+    # A crash after the plan of batch 1 in the source's batch log, before its data commit.
     _rates(landing, "0001-rates.csv", [("EUR", 1.09, 3000)])
     _rates(landing, "0002-rates.csv", [("EUR", 1.10, 4000)])
-    IngestManifest(spark, layout.manifest(table.source), source_id="rates").plan(
+    IngestLog(layout.manifest(table.source), source_id="rates").plan(
         PlannedBatch(1, (PlannedFile("0001-rates.csv"),)))
     resumed = run_ingest(spark, rates)
     assert [(s.batch_id, s.files) for s in resumed] == [(1, ("0001-rates.csv",)), (2, ("0002-rates.csv",))]

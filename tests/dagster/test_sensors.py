@@ -80,7 +80,7 @@ def test_landing_sensor_cursor_stays_small_and_finds_a_file_named_out_of_order(
         _land(folder, name)
     first = _tick(defs, "orders_landing_sensor", instance, None, lake_root)
     assert len(json.loads(first.cursor)["in_flight"]) == 50
-    # The ingest took them all (its manifest says so); one more lands, named "early".
+    # The ingest took them all (its batch log says so); one more lands, named "early".
     _land(folder, "0000-early.jsonl")
     real = observe.landing_status
     monkeypatch.setattr(observe, "landing_status", lambda layout, item: dataclasses.replace(

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from joins.ingest import IngestSource
+from joins.ingest.log import IngestLog
 from joins.lake import read_delta
 from joins.landing import LandingSpec
 
@@ -84,7 +85,7 @@ def test_two_processes_ingesting_one_source_store_every_row_once(spark: Any, tmp
     keys = Counter(r["k"] for r in table.select("k").collect())
     assert sorted(keys) == want
     assert [k for k, n in keys.items() if n != 1] == []        # nothing doubled
-    manifest = read_delta(spark, src.manifest).collect()
-    assert sorted(r["file"] for r in manifest) == landed       # each file planned once
-    assert Counter(r["batch_id"] for r in manifest).keys() == {r["batch_id"] for r in manifest}
+    plans = IngestLog(src.manifest, source_id=src.name).log.plans()
+    assert sorted(n for p in plans for n, _ in p.carry["files"]) == landed   # each file planned once
+    assert [p.batch_id for p in plans] == list(range(len(plans)))           # one plan per batch id
     assert not Path(src.quarantine).exists()

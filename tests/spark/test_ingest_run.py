@@ -17,7 +17,7 @@ import pytest
 from joins.errors import ConfigError
 from joins.ingest import IngestSource, ingest_in_progress, run_ingest
 from joins.ingest import run as ingest_run
-from joins.ingest.manifest import IngestManifest
+from joins.ingest.log import IngestLog, IngestState
 from joins.lake import (
     ConcurrentCommitError,
     Lease,
@@ -108,13 +108,15 @@ def test_corrupt_parquet_glob_name_and_out_of_range_ts_land_with_good_files(spar
                                        ("5-empty.parquet", None, "<file>", "bad_file")]
     assert (first.rows_in, first.stored, first.quarantined) == (9, 5, 4)
     assert first.bad_files == ("4-corrupt.parquet", "5-empty.parquet")
-    # The manifest took every file; the bad ones as quarantined, with the reason.
-    _, planned = IngestManifest(spark, src.manifest, source_id="s").state()
-    assert planned == {p.name for p in folder.iterdir()}
-    status = {r["file"]: (r["status"], r["reason"]) for r in read_delta(spark, src.manifest).collect()}
-    assert status["5-empty.parquet"] == ("quarantined",
-                                         "not a readable Parquet file: Parquet file size is 0 bytes")
-    assert status["1-good.parquet"] == ("ingest", None)
+    # The batch log took every file; the bad ones as quarantined, with the reason.
+    state = IngestLog(src.manifest, source_id="s").state()
+    assert state.taken == {p.name for p in folder.iterdir()}
+    assert state.quarantined == {"4-corrupt.parquet", "5-empty.parquet"}
+    assert state.pending is None and state.next_id == 1
+    [plan] = IngestLog(src.manifest, source_id="s").log.plans()
+    problems = dict(plan.carry["files"])
+    assert problems["5-empty.parquet"] == "not a readable Parquet file: Parquet file size is 0 bytes"
+    assert problems["1-good.parquet"] is None
 
     # Every read of the table works (no year-10000 partition) and the next batch is normal,
     # including a corrected copy of the corrupt file under a new name.
@@ -194,11 +196,49 @@ def test_a_run_whose_plan_commit_was_taken_stops_without_ingesting(
     run_ingest(spark, src)
     land_jsonl(folder, "1.jsonl", ("b", 1_100, 2))
     versions_at = delta_version(src.table)
-    # This run's view of the manifest is stale: it plans batch 0 again, which exists already.
-    monkeypatch.setattr(IngestManifest, "state", lambda self: (None, set()))
+    # This run's view of the batch log is stale: it plans batch 0 again, which exists already.
+    monkeypatch.setattr(IngestLog, "state",
+                        lambda self: IngestState(None, 0, frozenset(), frozenset()))
     with pytest.raises(IngestStateError, match="batch 0 was planned by another ingest run"):
         run_ingest(spark, src)
     assert delta_version(src.table) == versions_at
+
+
+def test_a_manifest_of_the_old_format_is_rewritten_and_its_unfinished_batch_resumed(
+        spark: Any, tmp_path: Path) -> None:
+    import shutil
+
+    from joins.lake import AppTxn, write_arrow
+
+    src = source(tmp_path)
+    folder = Path(src.landing)
+    land_jsonl(folder, "0.jsonl", ("a", 1_000, 1))
+    run_ingest(spark, src)
+    land_jsonl(folder, "1.jsonl", ("b", 1_100, 2))
+    land_jsonl(folder, "2.jsonl", ("c", 1_200, 3))
+    (folder / "bad.jsonl").symlink_to(folder / "0.jsonl")
+    # What an ingest from before the batch log left: one row per file; batch 1 planned (with
+    # a file quarantined whole) and never committed.
+    shutil.rmtree(src.manifest)
+    write_arrow(pa.table({"batch_id": [0], "file": ["0.jsonl"], "status": ["ingest"],
+                          "reason": pa.array([None], pa.string())}), src.manifest,
+                app_txn=AppTxn("s.manifest", 0))
+    write_arrow(pa.table({"batch_id": [1, 1], "file": ["1.jsonl", "bad.jsonl"],
+                          "status": ["ingest", "quarantined"], "reason": [None, "a link"]}),
+                src.manifest, app_txn=AppTxn("s.manifest", 1))
+    # Read as it is (the pipeline's landing status does so), nothing pending until rewritten.
+    old = IngestLog(src.manifest, source_id="s").state()
+    assert (old.taken, old.quarantined, old.next_id) == ({"0.jsonl", "1.jsonl", "bad.jsonl"},
+                                                         {"bad.jsonl"}, 2)
+
+    resumed = run_ingest(spark, src)
+    assert [(r.batch_id, r.files, r.stored, r.quarantined) for r in resumed] == [
+        (1, ("1.jsonl", "bad.jsonl"), 1, 1), (2, ("2.jsonl",), 1, 0)]
+    assert stored(spark, src) == [("a", 1_000, 1), ("b", 1_100, 2), ("c", 1_200, 3)]
+    state = IngestLog(src.manifest, source_id="s").state()
+    assert (state.pending, state.next_id, state.quarantined) == (None, 3, {"bad.jsonl"})
+    assert [p.batch_id for p in IngestLog(src.manifest, source_id="s").log.plans()] == [0, 1, 2]
+    assert run_ingest(spark, src) == []
 
 
 def test_leftovers_of_a_crashed_write_are_removed_and_its_writer_fenced(spark: Any,

@@ -11,14 +11,9 @@ import pandas as pd
 import pytest
 
 from joins.errors import ConfigError, InputRecordError
+from joins.ingest.table import ingest_landing
 from joins.lake import delta_version, read_delta
-from joins.landing import (
-    LandingFileError,
-    LandingRecordError,
-    LandingSpec,
-    ingest_landing,
-    read_landing,
-)
+from joins.landing import LandingFileError, LandingRecordError, LandingSpec, read_landing
 
 pytestmark = pytest.mark.spark
 
