@@ -1,10 +1,11 @@
 """Warm a Spark for the UI's runs (`python -m runplatform.warm_up`, with TJ_SPARK_REMOTE set).
 
-A JVM runs a job several times slower before its JIT has compiled the code paths (measured on
-a fresh Spark Connect server, one two-day backfill of the demo after another: 19 s, 9.9 s, 7.1 s,
-7.4 s). `./tj dev` starts a Connect server and then this in the background: the demo pipeline's
-own jobs (ingest, micro-batch, a two-day backfill with its checks) on a tiny sample, in a
-temporary lake and Dagster instance, so that the user's first runs find the server warm.
+A JVM runs a job several times slower before its JIT has compiled the code paths: on a fresh
+Spark Connect server the demo's first backfill takes two to three times what the same backfill
+takes once the server is warm. `./tj dev` starts a Connect server and then this in the
+background: the demo pipeline's own jobs (ingest, micro-batch, a two-day backfill with its
+checks) on a tiny sample, in a temporary lake and Dagster instance, so that the user's first
+runs find the server warm.
 Nothing of the user's lake or instance is touched.
 """
 

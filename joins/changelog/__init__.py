@@ -9,6 +9,7 @@ and keyed state read by a batch's keys only.
                        `stream_time_key`: where the batch carries it to the next)
     mark_expired       the updates a versioned store refuses (ts < stream time - retention),
                        decided in arrival order across the whole batch (`expiry.py`)
+    both_sides         both of the above for each side of a two-sided table join
     keyed_state        the current state of the batch's keys only (`keyed.py`)
 """
 
@@ -17,6 +18,7 @@ from joins.changelog.expiry import (
     EXPIRED,
     ST_BEFORE,
     SideClock,
+    both_sides,
     expired_reason,
     expired_rows,
     mark_expired,
@@ -31,6 +33,7 @@ __all__ = [
     "ST_BEFORE",
     "ChangelogColumns",
     "SideClock",
+    "both_sides",
     "compact_keyed_state",
     "expired_reason",
     "expired_rows",

@@ -1,6 +1,19 @@
 """A two-sided table join (the table-table join, the foreign-key join) checked against its batch
 form: the temporal history rows of event days as a backfill recomputes them, and the current
-results against the history at the join's stream time."""
+results against the history at the join's stream time.
+
+- **Backfill** (`HistoryForm` under `joins.incremental.run_backfill`, the join's writer lease):
+  recompute the temporal history from both changelogs as the micro-batches have consumed them
+  (the versions of the last completed batch: a backfill never runs ahead of the micro-batches)
+  and replace exactly the given event days (days of `valid_from`) of the join's `history` table
+  in one version-guarded commit. The micro-batch output, the join's changelog, is never
+  touched: it says what was emitted when; the history says what held when.
+- **Check** (`compare_with_history`): the join's current result per key against the history at
+  the join's stream time, every key compared in Spark, only counts collected. With both sides
+  versioned they are equal unless an update arrived beyond history retention; an unversioned
+  side takes the last arrival, the history the latest ts, so out-of-order updates there differ
+  by design.
+"""
 
 from __future__ import annotations
 

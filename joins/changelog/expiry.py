@@ -15,7 +15,7 @@ max in arrival order across the whole batch, so it is decided set-wise:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,8 @@ from joins.versioned.prefix import P_BEFORE, max_opt, prefix_stream_time
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+    from joins.changelog.columns import TwoTableColumns
+    from joins.changelog.result import Side
     from joins.incremental import StepContext
 
 EXPIRED = "_expired"
@@ -119,3 +121,20 @@ def expired_rows(marked: DataFrame, side: str, cols: ChangelogColumns, values: S
         F.col(ST_BEFORE).alias("stream_time"),
         F.lit(retention_ms).cast("long").alias("history_retention_ms"),
         record.alias("record"), F.lit(batch_id).cast("long").alias("_batch_id"))
+
+
+def both_sides(ctx: StepContext, cols: TwoTableColumns, retention: Callable[[Side], int | None],
+               ) -> tuple[dict[Side, SideClock], dict[Side, DataFrame]]:
+    """The batch's clock of each side of a two-sided table join, and each side's new updates
+    marked with EXPIRED (a side with no new version is left out of the second)."""
+    from joins.changelog.result import SIDES
+
+    clocks: dict[Side, SideClock] = {}
+    marked: dict[Side, DataFrame] = {}
+    for side in SIDES:
+        c = cols.changelog(side)
+        clocks[side] = side_clock(ctx, side, c, before=ctx.carry.get(stream_time_key(side)),
+                                  retention_ms=retention(side))
+        if not ctx.range(side).empty:
+            marked[side] = mark_expired(ctx.changes(side), c, clocks[side], retention(side))
+    return clocks, marked

@@ -5,8 +5,8 @@ files alone would give wrong rows (deletion vectors, column mapping, other reade
 user's table). The rows a range of commits added
 (`joins.lake.changes`) are read from the commits' files (`scan_files`): delta-spark has no batch
 read of a version range other than the change data feed, and its scan of a snapshot filtered
-by file path does not prune files (measured: all 60 files of a 30-commit table read to return
-two). Partition columns are not stored in the files, so `scan_files` re-attaches them:
+by file path does not prune files (every file of the table is read to return two). Partition
+columns are not stored in the files, so `scan_files` re-attaches them:
 
 * the fast path: when every file sits at `col=value/...` under the root and the directory
   values parse to exactly the log's values (always so for tables written by `write_delta`),
@@ -14,10 +14,10 @@ two). Partition columns are not stored in the files, so `scan_files` re-attaches
   which also gives partition pruning;
 * otherwise (other writers' layouts, e.g. random file prefixes) each row's file path is looked
   up in a broadcast table of (file -> partition values). Correct for any layout, but it hashes
-  a decoded path per row, measured about 10x slower than the fast path.
+  a decoded path per row, an order of magnitude slower than the fast path.
 
-(A union of one scan per partition value was measured too: fine for a handful of partitions,
-but 300 partitions took ~40 s of planning and scheduling, so it is not used.)
+(A union of one scan per partition value is not used: fine for a handful of partitions, its
+planning and scheduling grow with their number, to tens of seconds at a few hundred.)
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: in
     A table whose files alone do not give its rows (deletion vectors, column mapping, reader
     features beyond the plain ones: a user's table) is read by delta-spark; the rest, every
     table this project writes among them, from the snapshot's files, which costs no Spark job
-    to replay the log (measured: the stream-table backfill tests 114 s this way, 169 s with
-    every read through delta-spark)."""
+    to replay the log (a backfill reads many snapshots: through delta-spark each would pay
+    one)."""
     snap = open_snapshot(path, version=version, timestamp=timestamp)
     assert snap is not None
     schema, parts = snap.schema, snap.partition_by

@@ -21,11 +21,10 @@ from joins import incremental
 from joins.changelog import (
     STATE_BATCH,
     SideClock,
+    both_sides,
     compact_keyed_state,
     expired_rows,
-    mark_expired,
     require,
-    side_clock,
     stream_time_key,
 )
 from joins.changelog.report import consumed_versions
@@ -141,16 +140,8 @@ class FkJoinStep:
 
     def step(self, ctx: StepContext) -> StepResult:
         types, fk_type = self.input_types(ctx)
-        clocks: dict[Side, SideClock] = {}
-        marked: dict[str, DataFrame] = {}
         with ctx.phase("stream time"):
-            for side in SIDES:
-                c = self.cols.changelog(side)
-                clocks[side] = side_clock(ctx, side, c, before=ctx.carry.get(stream_time_key(side)),
-                                          retention_ms=self.retention(side))
-                if not ctx.range(side).empty:
-                    marked[side] = mark_expired(ctx.changes(side), c, clocks[side],
-                                                self.retention(side))
+            clocks, marked = both_sides(ctx, self.cols, self.retention)
         with ctx.phase("frames"):  # driver only: the plans, no Spark job
             frames = batch_frames(ctx, self.spec, self.cols, marked, types, fk_type,
                                   verify_hash=self.verify_hash)

@@ -9,8 +9,8 @@ the batch's new records and the buffer it starts from are read by one task (a co
 shuffle) and decided in arrival order: in the JVM (`temporaljoins.GraceDecision`, the rows
 never leave it) where the engine's JVM classes run, else in a Python worker by the reference
 processor's own `GraceBuffer` (`decide_rows`; Spark Connect). Both are held equal to the
-reference by the tests. A small batch costs one stage; at 10k events the JVM's kernel took the
-task from 0.27 s to 0.12 s (the Python worker's Arrow round trip was most of it, measured).
+reference by the tests. A small batch costs one stage; the JVM's kernel is the default because
+the Python worker's Arrow round trip, not the decision, is most of a large batch's task.
 
 The result is `Decision.decided` with every row the task saw: each new record (its CLASS,
 P_BEFORE, FATE, EMIT_SEQ, LATE, as `grace.py` gives them) and each buffered record (CLASS

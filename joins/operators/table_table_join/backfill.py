@@ -1,17 +1,6 @@
-"""Backfills and the latest-versus-history check of the primary-key join.
-
-- **Backfill** (`backfill`): recompute the temporal history (`history.py`) from both
-  changelogs as the micro-batches have consumed them (the versions of the last completed
-  batch: a backfill never runs ahead of the micro-batches) and replace exactly the given event
-  days (days of `valid_from`) of the join's `history` table in one version-guarded commit
-  (`joins.incremental.run_backfill`, under the join's writer lease). The micro-batch output,
-  the join's changelog, is never touched: it says what was emitted when; the history says what
-  held when.
-- **Check** (`latest_agreement`): the incremental join's current result per key (its `current`
-  state) against the temporal history at the join's stream time, every key compared in Spark,
-  only counts collected. With both sides versioned they are equal unless an update arrived
-  beyond history retention; an unversioned side takes the last arrival, the history the
-  latest ts, so out-of-order updates there differ by design.
+"""Backfills and the latest-versus-history check of the primary-key join, by the rules every
+two-sided table join follows (`joins.changelog.agreement`): the history is this join's
+(`history.py`), the current result per key its `current` state.
 """
 
 from __future__ import annotations

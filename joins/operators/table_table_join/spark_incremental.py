@@ -23,12 +23,11 @@ from joins import incremental
 from joins.changelog import (
     EXPIRED,
     SideClock,
+    both_sides,
     compact_keyed_state,
     expired_reason,
     keyed_state,
-    mark_expired,
     require,
-    side_clock,
     stream_time_key,
 )
 from joins.changelog.report import consumed_versions
@@ -104,16 +103,8 @@ class TableTableJoinStep:
 
     def step(self, ctx: StepContext) -> StepResult:
         types = self.value_types(ctx)
-        clocks: dict[Side, SideClock] = {}
-        marked: dict[Side, DataFrame] = {}
         with ctx.phase("stream time"):
-            for side in SIDES:
-                c = self.cols.changelog(side)
-                clocks[side] = side_clock(ctx, side, c, before=ctx.carry.get(stream_time_key(side)),
-                                          retention_ms=self.retention(side))
-                if not ctx.range(side).empty:
-                    marked[side] = mark_expired(ctx.changes(side), c, clocks[side],
-                                                self.retention(side))
+            clocks, marked = both_sides(ctx, self.cols, self.retention)
         updates = None
         for side, df in marked.items():
             part = side_updates(df, side, self.cols, types)
