@@ -27,7 +27,15 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from joins import lake
-from joins.incremental.log import PLAN, SCHEMA, BatchDone, BatchLog, BatchPlan, VersionRange
+from joins.incremental.log import (
+    COMPACT_EVERY,
+    PLAN,
+    SCHEMA,
+    BatchDone,
+    BatchLog,
+    BatchPlan,
+    VersionRange,
+)
 from joins.versioned.batches import IngestStateError
 
 LANDING = "landing"
@@ -136,6 +144,10 @@ class IngestLog:
         if before_commit is not None:
             before_commit()
         self.log.write_done(BatchDone(batch_id, {}, {}, report=report))
+        # Two small files a batch: rewritten into one now and then, as a join's log is, so that
+        # reading the log (every run, every sensor tick) stays cheap.
+        if batch_id % COMPACT_EVERY == COMPACT_EVERY - 1:
+            self.log.compact()
 
     def _plan(self, batch: PlannedBatch, landing: str | None,
               version_range: tuple[int, int] | None = None) -> BatchPlan:
