@@ -1,14 +1,12 @@
 """The floor of the stream-table micro-batch benchmark (bench/incremental_step.py): the least a
 micro-batch must do, written by hand the way a competent engineer would write the job with
-plain PySpark and delta-rs, without any of the project's code.
+plain PySpark and delta-spark, without any of the project's code.
 
 Per batch: read the stream's rows added by the Delta commits since the last batch (the add
-actions of those commits' log entries), read the versioned table's current files (delta-rs
-snapshot, refreshed incrementally) keeping only the versions of the batch's keys (a broadcast
-semi-join), pick each event's version as of its ts with a window (newest version at or before
-the event; a tombstone answers null), and append the result in one delta-rs commit. With
-`delta_spark=True` (the floor of the runtime on delta-spark's writer): the table read with
-`format("delta")` and the answer appended with `df.write.format("delta")`, from the executors.
+actions of those commits' log entries), read the versioned table (`format("delta")`) keeping
+only the versions of the batch's keys (a broadcast semi-join), pick each event's version as of
+its ts with a window (newest version at or before the event; a tombstone answers null), and
+append the result with `df.write.format("delta")`, from the executors, as the runtime writes.
 
 What it leaves out, and the runtime adds: the grace buffer (every event is answered at once),
 the batch log, the writer lease, idempotent commits, history retention (no event here is
@@ -21,16 +19,15 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 EVENTS = "key long, amount double, ts long, _seq long, event_date date"
-TABLE = "key long, rate double, ts long, tombstone boolean"
 
 
 def added_files(path: str, after: int, upto: int) -> list[str]:
@@ -68,41 +65,22 @@ class FloorJob:
     table: str
     out: str
     done: int = -1  # the last stream version read
-    # Read the table and append the answer with delta-spark (the floor of the runtime on
-    # delta-spark) instead of delta-rs: the answer stays in the executors.
-    delta_spark: bool = False
-    _table: Any = field(default=None, repr=False)
-
-    def _table_files(self) -> list[str]:
-        from deltalake import DeltaTable
-
-        if self._table is None:
-            self._table = DeltaTable(self.table)
-        else:
-            self._table.update_incremental()
-        return list(self._table.file_uris())
 
     def batch(self) -> tuple[float, int]:
         """Run one batch: (seconds, rows written)."""
-        from deltalake import DeltaTable, write_deltalake
+        from deltalake import DeltaTable
 
         started = time.perf_counter()
         last = DeltaTable(self.stream).version()
         files = added_files(self.stream, self.done, last)
         events = self.spark.read.option("basePath", self.stream).schema(EVENTS).parquet(*files)
-        if self.delta_spark:
-            versions = self.spark.read.format("delta").load(self.table) \
-                .select("key", "rate", "ts", "tombstone")
-            answer = self.answer(events, versions)
-            answer.write.format("delta").mode("append").partitionBy("event_date").save(self.out)
-            self.done = last
-            elapsed = time.perf_counter() - started
-            return elapsed, _rows_of_last_commit(self.out)
-        versions = self.spark.read.schema(TABLE).parquet(*self._table_files())
-        rows = self.answer(events, versions).toArrow()
-        write_deltalake(self.out, rows, mode="append", partition_by=["event_date"])
+        versions = self.spark.read.format("delta").load(self.table) \
+            .select("key", "rate", "ts", "tombstone")
+        answer = self.answer(events, versions)
+        answer.write.format("delta").mode("append").partitionBy("event_date").save(self.out)
         self.done = last
-        return time.perf_counter() - started, rows.num_rows
+        elapsed = time.perf_counter() - started
+        return elapsed, _rows_of_last_commit(self.out)
 
     @staticmethod
     def answer(events: DataFrame, versions: DataFrame) -> DataFrame:

@@ -6,9 +6,9 @@ history and against the least a micro-batch must do.
 Targets (issues 8 and 27): warm, end to end, a 10k-event micro-batch at most 2 s on 100k rows of
 history and at most 1.3x that on 10M rows; a 100-event micro-batch at most 1 s; and at most 1x
 the floor measured in the same run. The floor (bench/floor_step.py) is the same micro-batch
-written by hand with plain PySpark and delta-rs, independent of the project's code: read the
+written by hand with plain PySpark and delta-spark, independent of the project's code: read the
 stream's rows added since the last batch by Delta version, read the table's versions of just
-the batch's keys, pick each event's version by a window, append in one delta-rs commit. No
+the batch's keys, pick each event's version by a window, append with `format("delta")`. No
 grace buffer, no batch log, no writer lease, no metrics, and no state kept between batches.
 Phases of each micro-batch (the runtime's own timings) are printed too.
 
@@ -27,10 +27,6 @@ bench/results/incremental_step.json (or --out). --held-max-rows 0 times the batc
 table's history narrowed to each batch's keys instead of held from batch to batch. The 10M
 table is too large to hold whole: its window is held (joins.asof.window), and every batch's
 lookups lie within it.
-
-The floor reads the table and appends its answer through delta-spark, as the runtime writes.
-(The runtime's earlier delta-rs writer was measured against this one, each with its floor,
-before it was removed: bench/README.md.)
 """
 
 from __future__ import annotations
@@ -178,7 +174,7 @@ def run_size(spark: SparkSession, history: int, *, batch: int, runs: int, cold: 
     t_next = T0_MS + SPAN_MS
     seq = 0
     next_arrival = history
-    floor = FloorJob(spark, stream, str(table), str(run_dir / "floor"), delta_spark=True)
+    floor = FloorJob(spark, stream, str(table), str(run_dir / "floor"))
     for n in range(cold + runs):
         if table_updates:
             write_delta(_update_rows(spark, table_updates, keys, first_id=next_arrival,

@@ -102,15 +102,16 @@ class IngestLog:
                            taken=frozenset(f.name for f in files),
                            quarantined=frozenset(f.name for f in files if f.problem is not None))
 
-    def migrate(self, *, committed: int | None,
+    def migrate(self, *, committed: Callable[[], int | None],
                 before_commit: Callable[[], None] | None = None) -> None:
         """Rewrite a manifest of the old format into the batch log (nothing else changes):
-        every batch planned, and done up to `committed`, the last batch id the source's table
+        every batch planned, and done up to `committed()`, the last batch id the source's table
         committed. One guarded commit: a crash before it leaves the old manifest as it was."""
         small = lake.open_small(self.path)
         legacy = None if small is None else _legacy_batches(small)
         if small is None or legacy is None:
             return
+        last_committed = committed()
         plans = [self._plan(b, None) for b in legacy]
         rows = [(p.batch_id, PLAN, p.to_json()) for p in plans]
         if before_commit is not None:
@@ -122,8 +123,8 @@ class IngestLog:
                                                                     plans[-1].batch_id),
                          expected_version=small.table.version(),
                          commit_message=f"{self.source_id}: ingest manifest rewritten as a batch log")
-        done = max((p.batch_id for p in plans if committed is not None and p.batch_id <= committed),
-                   default=None)
+        done = max((p.batch_id for p in plans
+                    if last_committed is not None and p.batch_id <= last_committed), default=None)
         if done is not None:
             self.done(done, {"migrated": True}, before_commit=before_commit)
 
@@ -163,9 +164,9 @@ def _legacy_app(source_id: str) -> str:
 
 def _legacy_batches(small: lake.SmallTable) -> list[PlannedBatch] | None:
     """The batches of a manifest of the old format (None: the table is a batch log)."""
+    if "file" not in {f.name for f in small.table.schema().fields}:
+        return None   # told by the schema alone: a batch log's rows are not read twice a run
     rows = small.read()
-    if "file" not in rows.column_names:
-        return None
     status = (rows.column("status").to_pylist() if "status" in rows.column_names
               else ["ingest"] * rows.num_rows)
     reason = (rows.column("reason").to_pylist() if "reason" in rows.column_names

@@ -97,7 +97,8 @@ def run_ingest(spark: SparkSession, source: IngestSource, *, requested: Sequence
             check_history_retention(source.table, source.history_retention_ms,
                                     before_commit=lease.check)
         log = IngestLog(source.manifest, source_id=source.name)
-        log.migrate(committed=txn_version(source.table, source.name), before_commit=lease.check)
+        log.migrate(committed=lambda: txn_version(source.table, source.name),
+                    before_commit=lease.check)
         state = log.state()
         summaries: list[IngestSummary] = []
         if state.pending is not None:
