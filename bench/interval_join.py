@@ -17,6 +17,8 @@ and `--warmup` runs of the timed form. The headline is ours ÷ DuckDB binned.
   side exploded into the bins its window reaches, so each pair is found once;
 - `duckdb_plain`: the SQL as written (a hash join on the key, the range a filter: a hot key
   compares all its pairs); shown for scale, not a fair peer of a binned plan;
+- `polars_binned`: the same binned join in polars (its joins take equalities only, so the range is
+  a filter after the join on (key, bin); a left join adds the left rows with no pair, padded);
 - `spark_binned`: the same binned join written by hand in plain PySpark (a peer);
 - `spark_plain`: Spark's equi-join on the key plus the range filter;
 - `ours`: `joins.operators.interval_join.spark_batch.interval_join` (keys plus time bins).
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 RESULTS = Path(__file__).resolve().parent / "results" / "interval_join.json"
-ENGINES = ("duckdb_binned", "duckdb_plain", "spark_binned", "spark_plain", "ours")
+ENGINES = ("duckdb_binned", "duckdb_plain", "polars_binned", "spark_binned", "spark_plain", "ours")
 SPARK_ENGINES = ("spark_binned", "spark_plain", "ours")
 BOUND_MS = 300_000
 WIDTH_MS = 2 * BOUND_MS
@@ -114,6 +116,34 @@ def duckdb_run(root: str, binned: bool, how: str, *, check: bool) -> Any:
     return (int(row[0]), int(row[1] or 0)) if check else int(row[0])
 
 
+def polars_run(root: str, how: str, *, check: bool) -> Any:
+    """One polars run of the binned join, as duckdb_run (module-level: a spawned child)."""
+    import polars as pl
+
+    from bench.checksum import pair_hash_polars
+
+    left = pl.read_parquet(_glob(Path(root), "left")).with_columns(
+        (pl.col("ts") // WIDTH_MS).alias("bin"))
+    right = pl.read_parquet(_glob(Path(root), "right")).with_columns(
+        pl.int_ranges((pl.col("ts") - BOUND_MS) // WIDTH_MS,
+                      (pl.col("ts") + BOUND_MS) // WIDTH_MS + 1).alias("bin")).explode("bin")
+    pairs = (left.join(right, on=["key", "bin"], how="inner", suffix="_r")
+             .filter(pl.col("ts_r").is_between(pl.col("ts") - BOUND_MS, pl.col("ts") + BOUND_MS))
+             .select(pl.col("id").alias("l_id"), pl.col("key").alias("l_key"),
+                     pl.col("ts").alias("l_ts"), "amount", pl.col("id_r").alias("r_id"),
+                     pl.col("key").alias("r_key"), pl.col("ts_r").alias("r_ts"), "qty"))
+    if how == "left":
+        alone = left.join(pairs.select(pl.col("l_id").alias("id")).unique(), on="id", how="anti")
+        pairs = pl.concat([pairs, alone.select(
+            pl.col("id").alias("l_id"), pl.col("key").alias("l_key"), pl.col("ts").alias("l_ts"),
+            "amount", pl.lit(None, pl.Int64).alias("r_id"), pl.lit(None, pl.Int64).alias("r_key"),
+            pl.lit(None, pl.Int64).alias("r_ts"), pl.lit(None, pl.Float64).alias("qty"))])
+    if check:
+        return pairs.height, int(pairs.select(pair_hash_polars("l_id", "r_id").sum()).item())
+    pairs.select(pl.len(), pl.all().sum())
+    return pairs.height
+
+
 def _sides(spark: SparkSession, root: Path) -> tuple[DataFrame, DataFrame]:
     left = spark.read.schema("id long, key long, ts long, amount double").parquet(str(root / "left"))
     right = spark.read.schema("id long, key long, ts long, qty double").parquet(str(root / "right"))
@@ -173,6 +203,9 @@ def run_case(spark: SparkSession | None, root: Path, size: str, dist: str, how: 
             if engine.startswith("duckdb"):
                 child_engine(duckdb_run, (str(root), engine == "duckdb_binned", how), runs=runs,
                              warmup=warmup, timeout=timeout, res=res)
+            elif engine == "polars_binned":
+                child_engine(polars_run, (str(root), how), runs=runs, warmup=warmup,
+                             timeout=timeout, res=res)
             else:
                 assert spark is not None
                 build = BUILDERS[engine]
