@@ -142,9 +142,10 @@ class BatchLog:
         payload = self._rows([batch_id]).get((batch_id, PLAN))
         return None if payload is None else BatchPlan.from_json(payload)
 
-    def plans(self) -> list[BatchPlan]:
-        """Every batch's plan, in batch order (metadata: one row per batch)."""
-        small = lake.open_small(self.path)
+    def plans(self, small: lake.SmallTable | None = None) -> list[BatchPlan]:
+        """Every batch's plan, in batch order (metadata: one row per batch); from `small`, a
+        version of the log already open, when given."""
+        small = small or lake.open_small(self.path)
         if small is None:
             return []
         table = small.read([("kind", "=", PLAN)])

@@ -91,9 +91,7 @@ class IngestLog:
             batches, pending = legacy, None
             last = batches[-1].batch_id if batches else None
         else:
-            rows = small.read([("kind", "=", PLAN)])
-            batches = sorted((_batch(BatchPlan.from_json(str(p)))
-                              for p in rows.column("payload").to_pylist()), key=lambda b: b.batch_id)
+            batches = [_batch(p) for p in self.log.plans(small)]
             last, done = small.txn_version(self.log.plan_app), small.txn_version(self.log.done_app)
             unfinished = last is not None and (done is None or last > done)
             pending = next((b for b in batches if b.batch_id == last), None) if unfinished else None
