@@ -122,6 +122,44 @@ def test_a_filter_carries_the_columns_it_selects() -> None:
     assert raw["value_columns"] == ["status", "balance"]
 
 
+def test_a_filter_publishes_what_as_renames() -> None:
+    raw = plan("SELECT customer_id, status AS state, balance FROM accounts WHERE status = 'open'")
+    assert (raw["value_columns"], raw["select"]) == (["status", "balance"],
+                                                     [{"column": "status", "as": "state"}, "balance"])
+
+
+@pytest.mark.parametrize(("query", "select"), [
+    # The stream-table join: the stream's columns by their names, the table's `table_`-prefixed;
+    # the key (the stream's lookup column, the table's key) and the event time come along.
+    (AS_OF.format(how="LEFT", on="o.currency = r.currency").replace(
+        "*", "o.order_id, o.currency, r.currency, o.ts, o.amount AS amt, r.rate"),
+     ["order_id", {"column": "amount", "as": "amt"}, {"column": "table_rate", "as": "rate"}]),
+    # The interval join: `<source>_<column>`, published under the SQL name unless AS says.
+    ("SET 'orders.lag_ms' = 5; SET 'deliveries.lag_ms' = 5;\nSELECT o.order_id, d.courier AS by, "
+     "d.ts FROM orders o JOIN deliveries d ON d.ts BETWEEN o.ts AND o.ts + 10",
+     [{"column": "orders_order_id", "as": "order_id"}, {"column": "deliveries_courier", "as": "by"}]),
+    # The table joins: `left_` / `right_`; the right key of a foreign-key join is the left's
+    # foreign key column.
+    ("SELECT c.customer_id, a.customer_id, c.name, a.balance AS balance FROM customers c JOIN "
+     "accounts a ON c.customer_id = a.customer_id",
+     [{"column": "left_name", "as": "name"}, {"column": "right_balance", "as": "balance"}]),
+    ("SELECT o.amount, c.customer_id AS customer, c.name FROM order_updates o JOIN customers c ON "
+     "o.customer_id = c.customer_id",
+     [{"column": "left_amount", "as": "amount"}, {"column": "left_customer_id", "as": "customer"},
+      {"column": "right_name", "as": "name"}]),
+    # The aggregate's value, named by AS.
+    ("SELECT country, COUNT(*) AS customers FROM customers GROUP BY country",
+     [{"column": "count", "as": "customers"}]),
+])
+def test_a_column_list_and_as_names_are_the_pipelines_select(query: str, select: list[Any]) -> None:
+    assert plan(query)["select"] == select
+
+
+def test_select_star_and_a_value_named_as_the_operator_names_it_select_nothing() -> None:
+    assert "select" not in plan(AS_OF.format(how="", on="o.currency = r.currency"))
+    assert "select" not in plan("SELECT country, COUNT(*) AS count FROM customers GROUP BY country")
+
+
 def test_a_projection_over_a_table_is_the_map() -> None:
     raw = plan("SELECT customer_id, status, balance AS amount FROM accounts")
     assert raw == {"operator": "table_map", "name": "from_file", "source": {"source": "accounts"},
@@ -205,9 +243,21 @@ def test_the_name_comes_from_insert_into_set_or_the_file() -> None:
      "line 1, column 41: FULL JOIN: the foreign-key join (it has no outer form) is INNER | LEFT"),
     ("SELECT * FROM orders o JOIN deliveries d ON d.ts BETWEEN o.ts AND o.ts + 1 JOIN rates r ON "
      "r.currency = o.currency", "line 1, column 81: a pipeline joins two inputs (one JOIN)"),
-    (AS_OF.format(how="", on="o.currency = r.currency").replace("*", "o.order_id, r.rate AS fx"),
-     "line 1, column 8: 'o.order_id': the join writes the columns its operator defines (docs/sql.md); "
-     "only SELECT * is supported"),
+    (AS_OF.format(how="", on="o.currency = r.currency").replace("*", "o.order_id, r.rate * 2"),
+     "line 1, column 20: 'r.rate * 2': a pipeline publishes columns of the join, not expressions"),
+    (AS_OF.format(how="", on="o.currency = r.currency").replace("*", "r.*"),
+     "line 1, column 8: 'r.*': a pipeline publishes columns of the join, not expressions"),
+    (AS_OF.format(how="", on="o.currency = r.currency").replace("*", "o.currency AS c, r.rate"),
+     "line 1, column 8: 'o.currency AS c': o.currency comes along under its own name"),
+    (AS_OF.format(how="", on="o.currency = r.currency").replace("*", "o.ts"),
+     "line 1, column 8: list at least one value column"),
+    ("SELECT c.customer_id AS id, a.status FROM customers c JOIN accounts a ON c.customer_id = "
+     "a.customer_id", "line 1, column 8: 'c.customer_id AS id': c.customer_id comes along under its "
+                      "own name"),
+    ("SELECT country AS land, COUNT(*) FROM customers GROUP BY country",
+     "line 1, column 8: 'country AS land': the group is the output's key (`key`): it keeps its name"),
+    ("SELECT customer_id AS id FROM accounts WHERE status = 'open'",
+     "line 1, column 8: 'customer_id AS id': the key and the event time keep their names"),
     ("SELECT * FROM customers c JOIN accounts a ON c.customer_id = a.customer_id WHERE a.balance > 0",
      "line 1, column 82: WHERE over a join: a pipeline is one operator"),
     ("SELECT * FROM customers WHERE country = 'DE' ORDER BY name",
@@ -236,9 +286,6 @@ def test_the_name_comes_from_insert_into_set_or_the_file() -> None:
     ("SELECT * FROM customers WHERE country = UPPER('de')", "compare with a literal"),
     ("SELECT * FROM customers WHERE countr = 'DE'",
      "line 1, column 31: 'customers' has no column 'countr' (did you mean `country`?)"),
-    ("SELECT country AS land FROM customers WHERE country = 'DE'",
-     "'country AS land': the filter keeps its input's column names; rename in a pipeline of its "
-     "own that reads this one by name"),
     ("SELECT * FROM customers", "line 1, column 8: a query over one table filters it (WHERE), maps "
                                 "its columns (SELECT a, b AS c) or aggregates it (GROUP BY)"),
     ("SELECT UPPER(status) FROM accounts", "line 1, column 8: 'UPPER(status)': the map keeps and "
@@ -249,8 +296,6 @@ def test_the_name_comes_from_insert_into_set_or_the_file() -> None:
     ("SELECT country, AVG(balance) FROM customers GROUP BY country",
      "line 1, column 17: 'AVG(balance)': the aggregate computes COUNT(*) or SUM(column)"),
     ("SELECT country, COUNT(DISTINCT name) FROM customers GROUP BY country", "COUNT(*) or SUM(column)"),
-    ("SELECT country, COUNT(*) AS n FROM customers GROUP BY country",
-     "'COUNT(*) AS n': the aggregate's output columns are named by the operator"),
     ("SELECT country, name, COUNT(*) FROM customers GROUP BY country, name", "GROUP BY one column"),
     ("SELECT country FROM customers GROUP BY country", "select an aggregate: COUNT(*) or SUM(column)"),
     ("SELECT country, COUNT(*) FROM customers WHERE name = 'x' GROUP BY country", "GROUP BY with WHERE"),

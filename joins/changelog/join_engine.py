@@ -14,6 +14,7 @@ from pydantic import Field, StrictBool, StrictInt
 from joins.changelog.result import BATCH_ID
 from joins.core.human import iso_time
 from joins.core.versioned import VersionedInput
+from joins.incremental.projection import OutputValue
 from joins.pipeline.sources import SourceSpec
 from joins.pipeline.spec import PipelineInput, PipelineLayout, PipelineSpec
 from joins.pipeline.summary import BackfillSummary, CheckSummary, DayDifference, RunSummary
@@ -50,6 +51,16 @@ class TwoTablePipeline(PipelineSpec):
     def pipeline_inputs(self) -> tuple[PipelineInput, ...]:
         return (PipelineInput("left", self.left, "changelog"),
                 PipelineInput("right", self.right, "changelog"))
+
+    def output_values(self) -> tuple[OutputValue, ...]:
+        """Each side's value columns with the side's prefix (`left_status`, `right_name`)."""
+        return tuple(OutputValue(f"{side}_{c}") for side, src in (("left", self.left),
+                                                                  ("right", self.right))
+                     for c in src.value_names)
+
+    def kept_columns(self) -> tuple[str, ...]:
+        return (self.left.key_column, "has_left", "has_right", "ts", "ts_utc", "tombstone",
+                "event_date", "valid_from", "valid_to", "_batch_id", "_emit_seq")
 
     def check_sides(self) -> None:
         who = f"{self.operator} spec {self.name!r}"
@@ -94,7 +105,7 @@ class ChangelogJoinEngine:
     def backfill(self, spark: SparkSession, days: Sequence[str], *,
                  dry_run: bool = False) -> BackfillSummary:
         return backfill_summary(self._backfill_module().backfill(
-            spark, self.spec.engine_spec(), self.layout.join_root, days=list(days),
+            spark, self.spec.engine_spec(), self.layout.join, days=list(days),
             columns=self.spec.columns(), dry_run=dry_run, **self._sources()))
 
     def stream_time(self) -> int | None:
@@ -108,7 +119,7 @@ class ChangelogJoinEngine:
         """The next micro-batch of `step()` on the runtime (its BatchResult)."""
         from joins import incremental
 
-        return incremental.run_microbatch(spark, self.step(), self.layout.join_root,
+        return incremental.run_microbatch(spark, self.step(), self.layout.join,
                                           {side: self.layout.input_table(side)
                                            for side in ("left", "right")})
 

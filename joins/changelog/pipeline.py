@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
     from joins.incremental import IncrementalOperator
 
+# The columns a table operator writes beside its key and values (`joins.changelog.forward`,
+# the aggregate's output).
+RESERVED = ("has_value", "has_old_value", "ts", "ts_utc", "tombstone", "is_latest", "event_date",
+            "_batch_id", "_emit_seq", "_emit_role")
 # The columns an upstream join's output changelog holds besides its values.
 UPSTREAM_BOOKKEEPING = frozenset({"ts", "tombstone", "event_date", "_batch_id", "_emit_seq",
                                   "_emit_role", "has_left", "has_right", "is_latest"})
@@ -84,6 +88,9 @@ class TableOperatorPipeline(PipelineSpec):
         """The key column of the operator's output."""
         return self.key_column
 
+    def kept_columns(self) -> tuple[str, ...]:
+        return (self.output_key, *RESERVED)
+
     def input_name(self) -> str:
         return self.pipeline_inputs()[0].name
 
@@ -117,7 +124,7 @@ class TableOperatorEngine:
     def microbatch(self, spark: SparkSession) -> RunSummary:
         from joins import incremental
 
-        r = incremental.run_microbatch(spark, self.spec.step(self.layout), self.layout.join_root,
+        r = incremental.run_microbatch(spark, self.spec.step(self.layout), self.layout.join,
                                        {"table": self.layout.input_table("table")})
         done = r.done
         if r.skipped or done is None:

@@ -20,6 +20,7 @@ The runtime's part (every operator the same):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -94,6 +95,17 @@ class BackfillContext:
 
     def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
         return self.clock.phase(name)
+
+
+def published_rows(computed: BackfillRows, root: JoinRoot) -> BackfillRows:
+    """A batch form's rows as the output publishes them (`root.projection`), with the columns
+    they are matched and compared by under their published names."""
+    projection = root.projection
+    if projection is None:
+        return computed
+    return dataclasses.replace(
+        computed, rows=None if computed.rows is None else projection.apply(computed.rows),
+        identity=projection.names(computed.identity), compared=projection.names(computed.compared))
 
 
 class BatchForm(Protocol):
@@ -191,7 +203,7 @@ def run_backfill(spark: SparkSession, operator: IncrementalOperator, form: Batch
             # commit records (joins.reproduce recomputes the days from exactly these).
             pinned = {role: Pinned(source, source.version()) for role, source in srcs.items()}
         ctx = BackfillContext(spark, jr, pinned, done, clock)
-        computed = form.backfill_rows(ctx, wanted)
+        computed = published_rows(form.backfill_rows(ctx, wanted), jr)
         try:
             return _replace(spark, operator.name, target, wanted, computed, done, output_before,
                             lease, clock, dry_run=dry_run,

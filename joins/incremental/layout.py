@@ -10,11 +10,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from joins.incremental.projection import Projection
 
 
 @dataclass(frozen=True)
 class JoinRoot:
+    """`projection`: the value columns the output publishes (a pipeline's `select`; None: all
+    the operator writes), applied by the runtime to every output write (`projection.py`)."""
+
     root: str
+    projection: Projection | None = None
 
     def sub(self, name: str) -> str:
         return f"{self.root.rstrip('/')}/{name}"

@@ -50,6 +50,7 @@ from joins.incremental.log import (
     VersionRange,
 )
 from joins.incremental.phases import PhaseClock
+from joins.incremental.projection import projected
 from joins.incremental.sources import Source
 from joins.incremental.staged import Staged, stager
 from joins.spark.exprs import with_utc_times
@@ -206,7 +207,7 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
     result = operator.step(ctx)
     outcomes: dict[str, TableOutcome] = {}
     commits: dict[str, int | None] = {}
-    writes = _writes(operator, result)
+    writes = _writes(operator, result, root)
     staged: dict[str, Staged] = {}
     try:
         # Every table's files first, their Spark jobs side by side; then the commits, one by
@@ -244,11 +245,11 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
     return BatchResult(bid, done=done, plan=plan, commits=commits, timings=clock.timings)
 
 
-def _writes(operator: IncrementalOperator,
-            result: StepResult) -> list[tuple[str, Written, str, list[str]]]:
+def _writes(operator: IncrementalOperator, result: StepResult,
+            root: JoinRoot) -> list[tuple[str, Written, str, list[str]]]:
     out: list[tuple[str, Written, str, list[str]]] = []
     if result.output is not None:
-        out.append((OUTPUT, with_times(result.output), "append", [EVENT_DATE]))
+        out.append((OUTPUT, published(result.output, root), "append", [EVENT_DATE]))
     if result.quarantine is not None:
         out.append((QUARANTINE, result.quarantine, "append", []))
     for table in operator.state_tables:
@@ -261,11 +262,12 @@ def _writes(operator: IncrementalOperator,
     return out
 
 
-def with_times(written: Written) -> Written:
-    """An output as written: every event-time column with its TIMESTAMP twin beside it."""
-    derive = written.derive
+def published(written: Written, root: JoinRoot) -> Written:
+    """An output as written: the pipeline's projection of its value columns (`root.projection`),
+    then every event-time column with its TIMESTAMP twin beside it."""
+    derive, projection = written.derive, root.projection
 
     def derived(df: DataFrame) -> DataFrame:
-        return with_utc_times(df if derive is None else derive(df))
+        return with_utc_times(projected(df if derive is None else derive(df), projection))
 
     return dataclasses.replace(written, derive=derived)

@@ -20,6 +20,8 @@ from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, 
 
 from joins.errors import ConfigError, config_error
 from joins.incremental.layout import JoinRoot
+from joins.incremental.projection import OutputValue, Projection
+from joins.pipeline.select import SelectedColumn, projection_of, select_problem, select_shorthand
 from joins.pipeline.sources import SourceSpec, check_name
 from joins.spec import Spec
 
@@ -69,7 +71,9 @@ class PipelineSpec(Spec):
       accepts (0.05 = 5 %);
     - `sensor_interval_s`: how often the sensors look for new files and new Delta versions;
     - `check_interval_s`: how often, at most, the staleness sensor runs the agreement check
-      after micro-batches wrote (each run is a Spark job over the late-data horizon).
+      after micro-batches wrote (each run is a Spark job over the late-data horizon);
+    - `select`: the value columns the output publishes, renamed where `as` says
+      (`joins.pipeline.select`; default: all).
     """
 
     # An operator without a batch form (its output is kept by micro-batches only) gets no
@@ -85,6 +89,10 @@ class PipelineSpec(Spec):
     quarantine_threshold: StrictFloat | StrictInt = Field(default=0.05, ge=0, le=1)
     sensor_interval_s: StrictInt = Field(default=30, ge=1)
     check_interval_s: StrictInt = Field(default=600, ge=1)
+    select: tuple[SelectedColumn, ...] | None = None
+
+    _select_shorthand = field_validator("select", mode="before")(classmethod(
+        lambda cls, raw: select_shorthand(raw)))
 
     @field_validator("name")
     @classmethod
@@ -101,6 +109,30 @@ class PipelineSpec(Spec):
                 raise self.error(key, f"the join and its sources need different names, got {names}")
             seen.add(value)
         return self
+
+    @model_validator(mode="after")
+    def _select_is_publishable(self) -> PipelineSpec:
+        if self.select is not None:
+            try:
+                values = self.output_values()
+            except (ConfigError, ValueError):
+                return self   # the operator's own validation, which runs next, says what is wrong
+            problem = select_problem(self.select, values, self.kept_columns())
+            if problem is not None:
+                raise self.error(*problem)
+        return self
+
+    def output_values(self) -> tuple[OutputValue, ...]:
+        """The value columns of the operator's output: what `select` may publish."""
+        raise NotImplementedError
+
+    def kept_columns(self) -> tuple[str, ...]:
+        """The output's columns besides its values (key, event time, lineage)."""
+        raise NotImplementedError
+
+    def projection(self) -> Projection | None:
+        """What the runtime publishes of the output's value columns (None: all of them)."""
+        return None if self.select is None else projection_of(self.select, self.output_values())
 
     def error(self, key: str, message: str) -> ConfigError:
         return config_error(f"{self.operator} spec {self.name!r}", key, message)
@@ -225,7 +257,8 @@ class PipelineLayout(SourceLayout):
 
     @property
     def join(self) -> JoinRoot:
-        return JoinRoot(self._under("joins", self.spec.name))
+        """The join's tables, and the columns its output publishes (`select`)."""
+        return JoinRoot(self._under("joins", self.spec.name), self.spec.projection())
 
     @property
     def join_root(self) -> str:

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from joins import lake
-from joins.incremental.backfill import BackfillContext, BackfillRows, BatchForm
+from joins.incremental.backfill import BackfillContext, BackfillRows, BatchForm, published_rows
 from joins.incremental.context import StepContext
 from joins.incremental.contract import EVENT_DATE, OUTPUT
 from joins.incremental.layout import JoinRoot
 from joins.incremental.log import BatchDone, BatchLog
 from joins.incremental.phases import PhaseClock
 from joins.incremental.provenance import Pinned, read_backfill_message
-from joins.incremental.runner import with_times
+from joins.incremental.runner import published
 from joins.incremental.sources import Source
 from joins.reproduce.diff import BATCH, WRITER, Reproduction, compare_rows
 from joins.reproduce.lineage import (
@@ -94,7 +94,7 @@ def _rerun(spark: SparkSession, rt: Runtime, batch_id: int,
             pins[f"state {name}"] = version
             require_version(rt.root.state(name), version, f"{rt.join}'s state table {name!r}")
     result = rt.step.step(StepContext(spark, rt.root, plan, rt.sources, PhaseClock(spark, rt.join)))
-    return (None if result.output is None else with_times(result.output).frame()), result.release
+    return (None if result.output is None else published(result.output, rt.root).frame()), result.release
 
 
 def reproduce_batch(spark: SparkSession, rt: Runtime, batch_id: int) -> Reproduction:
@@ -145,7 +145,7 @@ def _backfilled(spark: SparkSession, rt: Runtime, day: dt.date, write: DayWrite,
                              f"join has no batch form to recompute it with")
     pinned = {role: Pinned(src, versions.get(role)) for role, src in rt.sources.items()}
     ctx = BackfillContext(spark, rt.root, pinned, done, PhaseClock(spark, rt.join), state)
-    return rt.form.backfill_rows(ctx, [day])
+    return published_rows(rt.form.backfill_rows(ctx, [day]), rt.root)
 
 
 def reproduce_day(spark: SparkSession, rt: Runtime, day: dt.date,

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from joins.operators.fk_join.spec import FkJoinSpec
 
 
-def backfill(spark: SparkSession, spec: FkJoinSpec, root: str, *, left_source: str | Source,
+def backfill(spark: SparkSession, spec: FkJoinSpec, root: str | JoinRoot, *, left_source: str | Source,
              right_source: str | Source, days: Sequence[str | dt.date],
              columns: FkColumns | None = None, dry_run: bool = False) -> BackfillResult:
     """Recompute the temporal history of `days` and replace those days of `<root>/history`

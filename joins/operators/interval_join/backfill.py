@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from joins.core.time import DAY_MS
 from joins.errors import ConfigError
 from joins.incremental.backfill import BackfillContext, BackfillResult, BackfillRows, run_backfill
+from joins.incremental.layout import JoinRoot
 from joins.operators.interval_join.columns import (
     EVENT_DATE,
     KIND,
@@ -125,7 +126,7 @@ class IntervalBatchForm:
         return rows.where((column >= F.lit(lo - below)) & (column < F.lit(hi + above)))
 
 
-def backfill(spark: SparkSession, step: IntervalJoinStep, root: str, *, left_source: str,
+def backfill(spark: SparkSession, step: IntervalJoinStep, root: str | JoinRoot, *, left_source: str,
              right_source: str, days: Sequence[str | dt.date],
              dry_run: bool = False) -> BackfillResult:
     """Recompute the join for `days` and replace exactly those days' output rows in one

@@ -24,6 +24,7 @@ from pydantic import Field, StrictInt, StrictStr, model_validator
 
 from joins.core.human import iso_time
 from joins.errors import ConfigError
+from joins.incremental.projection import OutputValue
 from joins.operators.interval_join.spec import IntervalJoinSpec, JoinType, LatePolicy
 from joins.pipeline.sources import SourceSpec
 from joins.pipeline.spec import PipelineInput, PipelineSpec
@@ -102,6 +103,15 @@ class IntervalJoinPipeline(PipelineSpec):
     def late_horizon_ms(self) -> int:
         return max(self.left_lag_ms, self.right_lag_ms) + self.hold_back_ms()
 
+    def output_values(self) -> tuple[OutputValue, ...]:
+        """Both sources' key and value columns as the output names them (`<source>_<column>`)."""
+        return tuple(OutputValue(f"{src.name}_{c.name}") for src in (self.left, self.right)
+                     for c in (*src.key_columns, *src.value_columns))
+
+    def kept_columns(self) -> tuple[str, ...]:
+        times = (f"{src.name}_{src.ts_column}" for src in (self.left, self.right))
+        return (*(n for t in times for n in (t, f"{t}_utc")), "batch_id", "event_date")
+
     def summary(self) -> str:
         return (f"`{self.left.name}` {self.join}-joined with `{self.right.name}` within time bounds: "
                 f"{self.condition}.")
@@ -148,7 +158,7 @@ class IntervalJoinEngine:
         from joins.incremental import run_microbatch
         from joins.operators.interval_join.report import report_of
 
-        r = report_of(run_microbatch(spark, self.step, self.layout.join_root, self._sources()))
+        r = report_of(run_microbatch(spark, self.step, self.layout.join, self._sources()))
         return RunSummary(
             batch_id=r.batch_id, skipped=r.skipped, skip_reason=r.skip_reason,
             input_versions=dict(r.input_versions), rows_in=dict(r.rows_in), rows_out=r.rows_out,
@@ -172,7 +182,7 @@ class IntervalJoinEngine:
         if not complete:
             return BackfillSummary(days=tuple(days), rows_in=0, output_version=None, committed=False,
                                    counters={"incomplete_days": skipped})
-        r = backfill(spark, self.step, self.layout.join_root, left_source=self._sources()["left"],
+        r = backfill(spark, self.step, self.layout.join, left_source=self._sources()["left"],
                      right_source=self._sources()["right"], days=complete, dry_run=dry_run)
         return BackfillSummary(
             days=tuple(r.days), rows_in=0,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr, model_validator
 
+from joins.incremental.projection import OutputValue
 from joins.landing.spec import ColumnSpec
 from joins.operators.stream_table_join.spec import LatePolicy, StreamTableJoinSpec
 from joins.pipeline.sources import SourceSpec
@@ -107,6 +108,15 @@ class StreamTableJoinPipeline(PipelineSpec):
         still joined (late = join) within it too."""
         return max(self.history_retention_ms, self.grace_ms or 0)
 
+    def output_values(self) -> tuple[OutputValue, ...]:
+        """The stream's value columns, then the table's with their `table_` prefix."""
+        return tuple(OutputValue(c) for c in (*self.stream.value_names,
+                                              *(f"table_{c}" for c in self.table.value_names)))
+
+    def kept_columns(self) -> tuple[str, ...]:
+        return (self.stream.key_column, "ts", "ts_utc", "event_date", "table_valid_from",
+                "table_valid_from_utc", "_seq", "_emit_seq", "_late", "_batch_id")
+
     def summary(self) -> str:
         return (f"`{self.stream.name}` enriched with the `{self.table.name}` version valid at each "
                 f"event's time ({self.join} join).")
@@ -134,7 +144,7 @@ class StreamTableJoinEngine:
     def _paths(self) -> Any:
         from joins.operators.stream_table_join.state import JoinPaths
 
-        return JoinPaths(self.layout.join_root)
+        return JoinPaths(self.layout.join_root, self.spec.projection())
 
     def microbatch(self, spark: SparkSession) -> RunSummary:
         from joins.operators.stream_table_join.report import lateness_markdown, lateness_series

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import StrictStr, field_validator, model_validator
 
 from joins.changelog.pipeline import TableOperatorPipeline, value_types
+from joins.incremental.projection import OutputValue
 from joins.operators.table_aggregate.spec import AggregateSpec, TableAggregateSpec
 
 if TYPE_CHECKING:
@@ -57,6 +58,11 @@ class TableAggregatePipeline(TableOperatorPipeline):
     @property
     def output_key(self) -> str:
         return "key"
+
+    def output_values(self) -> tuple[OutputValue, ...]:
+        """The aggregate, named by its function (a sum's exact integer total follows it)."""
+        function = self.aggregate.function
+        return (OutputValue(function, ("{}_int",) if function == "sum" else ()),)
 
     def step(self, layout: PipelineLayout) -> IncrementalOperator:
         from joins.changelog import ChangelogColumns

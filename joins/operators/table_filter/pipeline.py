@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import model_validator
 
 from joins.changelog.pipeline import TableOperatorPipeline, value_types
+from joins.incremental.projection import OutputValue
 from joins.operators.table_filter.spec import PredicateSpec, TableFilterSpec
 
 if TYPE_CHECKING:
@@ -47,6 +48,9 @@ class TableFilterPipeline(TableOperatorPipeline):
         if self.source is not None:
             return self.source.value_names
         return (str(self.predicate.field),)
+
+    def output_values(self) -> tuple[OutputValue, ...]:
+        return tuple(OutputValue(c, ("old_{}",)) for c in self.columns_carried())
 
     def step(self, layout: PipelineLayout) -> IncrementalOperator:
         from joins.changelog import ChangelogColumns

@@ -7,16 +7,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import field_validator, model_validator
 
-from joins.changelog.pipeline import TableOperatorPipeline, value_types
+from joins.changelog.pipeline import RESERVED, TableOperatorPipeline, value_types
+from joins.incremental.projection import OutputValue
 from joins.operators.table_map.spec import MappedColumn, TableMapSpec, columns_shorthand
 
 if TYPE_CHECKING:
     from joins.incremental import IncrementalOperator
     from joins.pipeline.spec import PipelineLayout
-
-# Columns the operator writes beside the mapped ones (`joins.changelog.forward`).
-RESERVED = frozenset({"has_value", "has_old_value", "ts", "is_latest", "event_date", "_batch_id",
-                      "_emit_seq"})
 
 
 class TableMapPipeline(TableOperatorPipeline):
@@ -38,6 +35,9 @@ class TableMapPipeline(TableOperatorPipeline):
             if self.source is not None and column.field not in self.source.value_names:
                 raise self.error(f"columns.{n}.field", f"{column.field!r} is not a value column "
                                  f"of {self.source.name!r} (has {list(self.source.value_names)})")
+        if self.select is not None:
+            raise self.error("select", "the map's `columns` are its projection: list and rename "
+                             "the columns there")
         names = {c.name for c in self.columns}
         for n, column in enumerate(self.columns):
             clash = (column.name in RESERVED or column.name == self.key_column
@@ -48,6 +48,9 @@ class TableMapPipeline(TableOperatorPipeline):
                                  f"old_<column>); choose another name")
         self.engine_spec()
         return self
+
+    def output_values(self) -> tuple[OutputValue, ...]:
+        return tuple(OutputValue(c.name, ("old_{}",)) for c in self.columns)
 
     def engine_spec(self) -> TableMapSpec:
         config: dict[str, Any] = {"versioned": self.versioned,

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from joins.operators.table_table_join.spec import TableTableJoinSpec
 
 
-def backfill(spark: SparkSession, spec: TableTableJoinSpec, root: str, *,
+def backfill(spark: SparkSession, spec: TableTableJoinSpec, root: str | JoinRoot, *,
              left_source: str | Source, right_source: str | Source, days: Sequence[str | dt.date],
              columns: TableTableColumns | None = None, dry_run: bool = False) -> BackfillResult:
     """Recompute the temporal history of `days` and replace those days of `<root>/history`

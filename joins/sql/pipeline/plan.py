@@ -25,7 +25,15 @@ from joins.errors import ConfigError
 from joins.pipeline.shared import SharedSource
 from joins.spec import did_you_mean
 from joins.sql.pipeline.joined import plan_join
-from joins.sql.pipeline.relations import Planned, Relation, from_table, plain_select, relation_of
+from joins.sql.pipeline.projection import join_select
+from joins.sql.pipeline.relations import (
+    Planned,
+    Relation,
+    Resolver,
+    from_table,
+    plain_select,
+    relation_of,
+)
 from joins.sql.pipeline.single import plan_single
 from joins.sql.pipeline.text import (
     Position,
@@ -38,7 +46,7 @@ from joins.sql.pipeline.text import (
 # Settings the query itself gives.
 FROM_QUERY = frozenset({"operator", "stream", "table", "left", "right", "source", "upstream",
                         "condition", "predicate", "group_by", "aggregate", "foreign_key", "join",
-                        "table_key", "value_columns"})
+                        "table_key", "value_columns", "select"})
 _SETTING = re.compile(r"config\.([A-Za-z0-9_.\-]+):")
 _MISSING = re.compile(r"config\.([A-Za-z0-9_.\-]+): required setting is missing")
 
@@ -111,18 +119,9 @@ def _plan_query(src: SqlText, query: exp.Select, sources: Mapping[str, SharedSou
                                                 f"put a per-table condition in the ON clause "
                                                 f"(interval join), or filter or aggregate in a "
                                                 f"pipeline that reads this one by name")
-    _star_only(src, query, "the join")
-    return [left, right], plan_join(src, left, right, joins[0])
-
-
-def _star_only(src: SqlText, query: exp.Select, what: str) -> None:
-    items = query.expressions
-    if len(items) == 1 and isinstance(items[0], exp.Star):
-        return
-    bad = next((i for i in items if not isinstance(i, exp.Star)), items[0])
-    raise src.error(bad, f"{bad.sql()!r}: {what} writes the columns its operator defines "
-                         f"(docs/sql.md); only SELECT * is supported: select and rename "
-                         f"columns when you read the output table")
+    planned = plan_join(src, left, right, joins[0])
+    join_select(src, query, Resolver(src, (left, right)), planned)
+    return [left, right], planned
 
 
 def _apply_options(options: dict[str, tuple[Any, Position]], planned: Planned) -> None:

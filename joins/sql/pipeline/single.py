@@ -48,21 +48,27 @@ def _aggregate(src: SqlText, query: exp.Select, group: exp.Group, resolver: Reso
         raise src.error(group, "GROUP BY one column: the aggregate keeps one result per value of it")
     by = resolver.resolve(keys[0])[1]
     aggregate: dict[str, Any] | None = None
+    named: exp.Alias | None = None
     for item in query.expressions:
         node = item.this if isinstance(item, exp.Alias) else item
-        if isinstance(item, exp.Alias):
-            raise src.error(item, f"{item.sql()!r}: the aggregate's output columns are named by "
-                                  f"the operator (the group and its value); an AS name is not "
-                                  f"supported")
         if isinstance(node, exp.Column) and resolver.resolve(node)[1] == by:
+            if isinstance(item, exp.Alias) and item.alias != by:
+                raise src.error(item, f"{item.sql()!r}: the group is the output's key (`key`): "
+                                      f"it keeps its name")
             continue
         if aggregate is not None:
             raise src.error(node, f"{node.sql()!r}: select the GROUP BY column and one aggregate")
         aggregate = _function(src, node, resolver)
+        named = item if isinstance(item, exp.Alias) else None
     if aggregate is None:
         raise src.error(query, "select an aggregate: COUNT(*) or SUM(column)")
-    return Planned({"operator": "table_aggregate", **raw, "group_by": by, "aggregate": aggregate},
-                   {"group_by": src.at(group), "aggregate": src.at(query)})
+    planned = Planned({"operator": "table_aggregate", **raw, "group_by": by, "aggregate": aggregate},
+                      {"group_by": src.at(group), "aggregate": src.at(query)})
+    if named is not None and named.alias != aggregate["function"]:
+        # The operator names the value by its function (`count`, `sum`); AS publishes it so.
+        planned.raw["select"] = [{"column": aggregate["function"], "as": named.alias}]
+        planned.positions["select.0"] = src.at(named)
+    return planned
 
 
 def _function(src: SqlText, node: exp.Expression, resolver: Resolver) -> dict[str, Any]:
@@ -101,32 +107,37 @@ def _filter(src: SqlText, query: exp.Select, condition: exp.Expression, resolver
     planned = Planned({"operator": "table_filter", **raw,
                        "predicate": {"field": field, "op": op, "value": value}},
                       {"predicate": src.at(condition), "value_columns": src.at(query)})
-    carried = _projection(src, query, resolver)
-    if carried is not None:
-        planned.raw["value_columns"] = carried
+    _projection(src, query, resolver, planned)
     return planned
 
 
-def _projection(src: SqlText, query: exp.Select, resolver: Resolver) -> list[str] | None:
-    """The value columns a filter carries: None for `*`, else the columns listed (the key
-    always comes along)."""
+def _projection(src: SqlText, query: exp.Select, resolver: Resolver, planned: Planned) -> None:
+    """The value columns a filter carries (`value_columns`; all for `*`, the key always comes
+    along) and, where `AS` renames one, the names they are published under (`select`)."""
     items = query.expressions
     if len(items) == 1 and isinstance(items[0], exp.Star):
-        return None
-    out: list[str] = []
+        return
+    carried: list[str] = []
+    select: list[Any] = []
     for item in items:
-        if isinstance(item, exp.Alias) and item.alias != getattr(item.this, "name", None):
-            raise src.error(item, f"{item.sql()!r}: the filter keeps its input's column names; "
-                                  f"rename in a pipeline of its own that reads this one by name "
-                                  f"(SELECT a AS b FROM <this pipeline>: the map)")
         node = item.this if isinstance(item, exp.Alias) else item
         if not isinstance(node, exp.Column):
             raise src.error(node, f"{node.sql()!r}: the filter carries columns of its input, "
                                   f"not expressions")
         rel, name = resolver.resolve(node)
-        if name not in (rel.key, rel.ts) and name not in out:
-            out.append(name)
-    return out
+        alias = item.alias if isinstance(item, exp.Alias) else name
+        if name in (rel.key, rel.ts):
+            if alias != name:
+                raise src.error(item, f"{item.sql()!r}: the key and the event time keep their "
+                                      f"names (rename them when you read the output table)")
+            continue
+        if name not in carried:
+            carried.append(name)
+            planned.positions[f"select.{len(select)}"] = src.at(item)
+            select.append(name if alias == name else {"column": name, "as": alias})
+    planned.raw["value_columns"] = carried
+    if any(isinstance(s, dict) for s in select):
+        planned.raw["select"] = select
 
 
 def _map(src: SqlText, query: exp.Select, resolver: Resolver, raw: dict[str, Any]) -> Planned:
