@@ -219,12 +219,13 @@ LANDED = {
 }
 
 
-def _rows(spark: Any, folder: Path, root: Path, name: str) -> list[dict[str, Any]]:
-    """The output of pipeline `name` of `folder` after one micro-batch over `LANDED` (the
-    engine sees only the spec, so what matters is the spec and how its sources are ingested:
-    shared in the SQL folder, partly inline in the YAML one)."""
+def run_once(spark: Any, folder: Path, root: Path, name: str) -> tuple[PipelineSpec, PipelineLayout]:
+    """Pipeline `name` of `folder` after one micro-batch over `LANDED` (the engine sees only the
+    spec, so what matters is the spec and how its sources are ingested: shared in the SQL
+    folder, partly inline in the YAML one)."""
     loaded = load_spec_folder(folder)
-    spec = _spec(loaded, name)
+    assert [e for e in loaded.errors if e.name == name] == []   # (unread sources are errors too)
+    spec = next(s for s in loaded.specs if s.name == name)
     layout = PipelineLayout(str(root), spec)
     for item in spec.pipeline_inputs():
         assert item.source is not None
@@ -235,9 +236,17 @@ def _rows(spark: Any, folder: Path, root: Path, name: str) -> list[dict[str, Any
         # A shared source is ingested under its own key, as the code location does.
         use = loaded.sources.get(item.name)
         run_ingest(spark, layout.ingest_source(use.input() if use is not None else item))
-    spec.engine(layout).microbatch(spark)
+    assert not spec.engine(layout).microbatch(spark).skipped
+    return spec, layout
+
+
+def output_rows(spark: Any, layout: PipelineLayout) -> list[dict[str, Any]]:
     return sorted((r.asDict() for r in read_delta(spark, layout.output).collect()),
                   key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _rows(spark: Any, folder: Path, root: Path, name: str) -> list[dict[str, Any]]:
+    return output_rows(spark, run_once(spark, folder, root, name)[1])
 
 
 @pytest.mark.spark
