@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 # the aggregate's output).
 RESERVED = ("has_value", "has_old_value", "ts", "ts_utc", "tombstone", "is_latest", "event_date",
             "_batch_id", "_emit_seq", "_emit_role")
-# The columns an upstream join's output changelog holds besides its values.
-UPSTREAM_BOOKKEEPING = frozenset({"ts", "tombstone", "event_date", "_batch_id", "_emit_seq",
-                                  "_emit_role", "has_left", "has_right", "is_latest"})
 
 
 class TableOperatorPipeline(PipelineSpec):
