@@ -359,3 +359,17 @@ def test_names_quoted_with_backticks_as_in_flink() -> None:
                   "SYSTEM_TIME AS OF `o`.`ts` AS r ON o.`currency` = r.currency")
     assert quoted == {**plan(AS_OF.format(how="", on="o.currency = r.currency")),
                       "description": "it's"}
+
+
+def test_a_query_over_a_pipeline_may_list_its_key_and_event_time() -> None:
+    """Known once `upstream_key` is read: they come along anyway, so they carry nothing."""
+    raw = plan("SET 'upstream_key' = 'customer_id';\nSELECT customer_id, ts, right_status AS status "
+               "FROM customer_accounts")
+    assert raw["columns"] == [{"field": "right_status", "as": "status"}]
+    raw = plan("SET 'upstream_key' = 'customer_id';\nSELECT customer_id, left_name AS name, "
+               "right_balance FROM customer_accounts WHERE right_balance > 10")
+    assert (raw["value_columns"], raw["select"]) == (
+        ["left_name", "right_balance"], [{"column": "left_name", "as": "name"}, "right_balance"])
+    raw = plan("SET 'upstream_key' = 'customer_id';\nSELECT customer_id, right_balance FROM "
+               "customer_accounts WHERE right_balance > 10")
+    assert raw["value_columns"] == ["right_balance"] and "select" not in raw

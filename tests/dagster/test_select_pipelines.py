@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from joins.lake import table_schema
-from joins.pipeline import PipelineLayout
+from joins.pipeline import PipelineLayout, load_spec_folder
 from joins.pipeline.spec import PipelineSpec
 from joins.reproduce import reproduce_batch, reproduce_day
 from tests.dagster.test_sql_pipelines import SQL_SPECS, output_rows, run_once
@@ -136,3 +136,15 @@ def test_a_projected_table_join_publishes_its_history_so_and_still_agrees(
     again = engine.backfill(spark, ["2024-03-01"], dry_run=True).per_day["2024-03-01"]
     assert again.after > 0 and again.agrees
     assert engine.consistency(spark).passed
+
+
+def test_a_pipeline_over_a_projected_one_reads_the_published_names(spark: Any, tmp_path: Path) -> None:
+    spec, layout = _sql(spark, tmp_path, "names_and_balances")
+    text = ("SET 'start_date' = '2024-03-01'; SET 'upstream_key' = 'customer_id';\n"
+            "SELECT customer_id, name AS holder FROM names_and_balances WHERE balance > 10")
+    (tmp_path / "sql_specs" / "rich.sql").write_text(text)
+    rich = next(s for s in load_spec_folder(tmp_path / "sql_specs").specs if s.name == "rich")
+    assert rich.engine(PipelineLayout(layout.root, rich)).microbatch(spark).rows_out > 0
+    rows = output_rows(spark, PipelineLayout(layout.root, rich))
+    # c1 (100.0) is in; c3's 7.5 is not; c2's account closed.
+    assert {r["customer_id"]: r["holder"] for r in rows if r["has_value"]} == {"c1": "Ann B"}

@@ -90,6 +90,7 @@ def plan_sql_pipeline(text: str, sources: Mapping[str, SharedSource], *,
                 raise src.error(rel.node, f"option {key!r} is given by SET and by OPTIONS")
             options[key] = given
     _apply_options(options, planned)
+    _upstream_key_and_time(planned)
     _name(src, statements, planned, default_name)
     option_of: dict[str, str] = {}
     for table, settings in planned.side_options.items():   # a table's name comes before its alias
@@ -122,6 +123,30 @@ def _plan_query(src: SqlText, query: exp.Select, sources: Mapping[str, SharedSou
     planned = plan_join(src, left, right, joins[0])
     join_select(src, query, Resolver(src, (left, right)), planned)
     return [left, right], planned
+
+
+def _upstream_key_and_time(planned: Planned) -> None:
+    """A query over another pipeline's output may list that output's key (`upstream_key`,
+    known once the options are read) and event time (`ts`): they come along anyway, so they
+    are no value columns to carry. Renamed, they stay, and the spec's checks refuse them."""
+    raw = planned.raw
+    if "upstream" not in raw:
+        return
+    plain = {raw.get("upstream_key", "key"), "ts"}
+    for setting, name in (("value_columns", None), ("select", "column"), ("columns", "field")):
+        listed = raw.get(setting)
+        if listed is None:
+            continue
+        kept = [(n, c) for n, c in enumerate(listed) if not (
+            (isinstance(c, str) and c in plain)
+            or (isinstance(c, dict) and c.get(name) in plain and c.get("as") in (None, c.get(name))))]
+        raw[setting] = [c for _, c in kept]
+        if setting == "select":   # an entry's position follows it
+            at = {n: planned.positions.pop(f"select.{n}", None) for n in range(len(listed))}
+            planned.positions |= {f"select.{m}": at[n] for m, (n, _) in enumerate(kept)
+                                  if at[n] is not None}
+    if raw.get("select") is not None and not any(isinstance(c, dict) for c in raw["select"]):
+        del raw["select"]   # only the carried columns, under their own names: value_columns says it
 
 
 def _apply_options(options: dict[str, tuple[Any, Position]], planned: Planned) -> None:
