@@ -139,7 +139,7 @@ def test_a_projected_table_join_publishes_its_history_so_and_still_agrees(
 
 
 def test_a_pipeline_over_a_projected_one_reads_the_published_names(spark: Any, tmp_path: Path) -> None:
-    spec, layout = _sql(spark, tmp_path, "names_and_balances")
+    _, layout = _sql(spark, tmp_path, "names_and_balances")
     text = ("SET 'start_date' = '2024-03-01'; SET 'upstream_key' = 'customer_id';\n"
             "SELECT customer_id, name AS holder FROM names_and_balances WHERE balance > 10")
     (tmp_path / "sql_specs" / "rich.sql").write_text(text)
