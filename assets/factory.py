@@ -57,6 +57,7 @@ from assets.observed import buffer_observation, observed_assets, quarantine_obse
 from assets.partitions import event_day_partitions
 from assets.sources import KINDS, SourceAssets, build_source_assets
 from joins.pipeline import PipelineLayout, PipelineSpec, parse_pipeline_spec
+from joins.pipeline.select import with_select
 from resources import LakeResource, SparkResource
 
 MODE_TAG = "tj/mode"
@@ -103,7 +104,7 @@ def layout_of(lake: LakeResource, spec: PipelineSpec) -> PipelineLayout:
 
 def _spec_metadata(spec: PipelineSpec, spec_file: str | None) -> dict[str, Any]:
     """The spec's settings, and where it is written (the UI's "source" link), when a file."""
-    metadata: dict[str, Any] = settings_metadata(spec.settings())
+    metadata: dict[str, Any] = settings_metadata(with_select(spec.settings(), spec.select))
     if spec_file is not None:
         kind = "SQL" if spec_file.endswith(".sql") else "YAML"
         metadata["spec_file"] = MetadataValue.path(spec_file)

@@ -99,3 +99,14 @@ def test_twins_follow_their_column() -> None:
         "customer_id", "state", "old_state", "ts")
     with pytest.raises(ConfigError, match=r"\['nope'\] are not value columns"):
         Projection((OutputValue("status"),), (("nope", "x"),))
+
+
+def test_the_join_asset_shows_what_it_publishes(tmp_path: Path) -> None:
+    import dagster as dg
+
+    from pipelines.definitions import build_definitions
+
+    _load(tmp_path, RATES, select=["amount", {"column": "table_rate", "as": "rate"}])
+    defs = build_definitions(lake_root=str(tmp_path / "lake"), spec_dir=tmp_path / "specs")
+    metadata = defs.resolve_asset_graph().get(dg.AssetKey("orders_with_rates")).metadata
+    assert metadata["select"] == "amount, table_rate AS rate"

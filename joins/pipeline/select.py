@@ -79,3 +79,11 @@ def select_problem(select: Sequence[SelectedColumn], values: Sequence[OutputValu
 
 def projection_of(select: Sequence[SelectedColumn], values: Sequence[OutputValue]) -> Projection:
     return Projection(tuple(values), tuple((s.column, s.name) for s in select))
+
+
+def with_select(settings: dict[str, Any], select: Sequence[SelectedColumn] | None) -> dict[str, Any]:
+    """A pipeline's settings as its asset page shows them, with what it publishes."""
+    if select is None:
+        return settings
+    shown = ", ".join(s.column if s.as_ is None else f"{s.column} AS {s.as_}" for s in select)
+    return {**settings, "select": shown}
