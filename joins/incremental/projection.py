@@ -67,7 +67,8 @@ class Projection:
         """`columns` as published (renamed, the dropped ones left out): what a backfill matches
         and compares rows by."""
         renames = self.renames()
-        return tuple(renames.get(c, c) for c in columns if renames.get(c, c) is not None)  # type: ignore[misc]
+        published = (renames.get(c, c) for c in columns)
+        return tuple(name for name in published if name is not None)
 
     def apply(self, frame: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F
