@@ -7,8 +7,10 @@ without Spark, read the location from that record; before the first run there is
 landing sensor asks for a run to resolve it (`pipelines/sensors.py`).
 
 The record also pins which table the source is: the ingest's batch log counts that table's
-versions, so a name that later points at another table (dropped and created anew, or moved)
-is refused rather than read from the new table's version 0 as if nothing had been taken.
+versions, so a name that later points at another table (dropped and created anew: another
+Delta id) is refused rather than read from the new table's version 0 as if nothing had been
+taken. The same table moved (same id, its log moved with it) is followed: the record takes
+its new location.
 """
 
 from __future__ import annotations
@@ -97,12 +99,15 @@ def resolved_source(spark: SparkSession, source: IngestSource, record: str,
     assert source.catalog_table is not None
     now = resolve(spark, source.catalog_table, source=source.name)
     before = recorded(record)
-    if before is None:
+    if before is None or (before.table_id == now.table_id and before.location != now.location):
+        # First resolved, or the same table moved (its Delta log, so its versions, went with
+        # it): where it is now is recorded, under the ingest's lease, for the sensors.
         before_commit()
         write_arrow(pa.table({"catalog_table": [now.name], "location": [now.location],
                               "table_id": [now.table_id],
-                              "resolved_at_ms": [int(time.time() * 1000)]}), record)
-    elif (before.location, before.table_id) != (now.location, now.table_id):
+                              "resolved_at_ms": [int(time.time() * 1000)]}), record,
+                    mode="append" if before is None else "overwrite")
+    elif before.location != now.location or before.table_id != now.table_id:
         raise ConfigError(
             f"source {source.name}: catalog_table {now.name} is now the Delta table "
             f"{now.table_id} at {now.location}, but this source has ingested the versions of "

@@ -93,3 +93,22 @@ def test_a_name_that_now_points_at_another_table_is_refused(
         run_ingest(spark, source)
     rows = spark.read.format("delta").load(str(tmp_path / "lake/tables/rates"))
     assert [r["currency"] for r in rows.collect()] == ["EUR"]
+
+
+def test_the_same_table_moved_is_followed(spark: Any, tmp_path: Path, db: str) -> None:
+    """Its Delta log moves with it, so its versions are the ones the ingest counted."""
+    import shutil
+
+    name = f"{db}.rates"
+    _create(spark, name, tmp_path / "user" / "v1", [("EUR", 1.08, 1)])
+    source = _source(tmp_path / "lake", name)
+    run_ingest(spark, source)
+    shutil.copytree(tmp_path / "user" / "v1", tmp_path / "user" / "moved")
+    spark.sql(f"ALTER TABLE {name} SET LOCATION '{tmp_path / 'user' / 'moved'}'")
+    shutil.rmtree(tmp_path / "user" / "v1")
+    spark.sql(f"INSERT INTO {name} VALUES ('USD', 1.0, 2)")
+    assert [s.rows_in for s in run_ingest(spark, source)] == [1]
+    found = recorded(str(tmp_path / "lake/catalog/rates"))
+    assert found is not None and found.location == str(tmp_path / "user" / "moved")
+    rows = spark.read.format("delta").load(str(tmp_path / "lake/tables/rates"))
+    assert sorted(r["currency"] for r in rows.collect()) == ["EUR", "USD"]
