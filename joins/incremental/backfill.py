@@ -39,7 +39,7 @@ from joins.incremental.sources import Source
 from joins.spark.exprs import count_if, with_utc_times
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from joins.incremental.contract import IncrementalOperator
 
@@ -254,8 +254,14 @@ def diff_days(new: DataFrame, old: DataFrame | None, *, identity: Sequence[str],
     Only one small row per day reaches the driver."""
     from pyspark.sql import functions as F
 
+    def column(df: DataFrame, c: str) -> Column:
+        # A column the old rows lack (the pipeline publishes it since a change of its `select`)
+        # is null there, so those rows count as changed and the backfill republishes them.
+        return F.col(c) if c in df.columns else F.lit(None).cast(new.schema[c].dataType).alias(c)
+
     def side(df: DataFrame, name: str) -> DataFrame:
-        return df.select(F.struct(*identity).alias("_k"), F.struct(*compared).alias(name),
+        return df.select(F.struct(*identity).alias("_k"),
+                         F.struct(*(column(df, c) for c in compared)).alias(name),
                          F.col(EVENT_DATE).cast("string").alias(f"{name}_day"))
 
     right = side(new, "_new")

@@ -121,12 +121,9 @@ def stage(data: DataFrame, loc: TableLocation, plan: WritePlan,
         expected = expected_version
     else:
         expected = found_version if found_version is not None else -1
-    if plan.new_columns:
-        if guarded:
-            raise LakeError(f"{loc}: a version-guarded write cannot add columns "
-                            f"({[f.name for f in plan.new_columns]}); nothing was committed")
-        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in plan.new_columns)
-        spark.sql(f"ALTER TABLE delta.`{loc.spark_path()}` ADD COLUMNS ({columns})")
+    # Columns the table lacks are added by the commit itself (its metadata), so a guarded
+    # write stays one commit that either lands whole or not at all.
+    add_columns = bool(plan.new_columns) and found_version is not None
     request_id = str(uuid.uuid4())
     request = {
         "id": request_id, "path": loc.spark_path(), "mode": mode, "partitionBy": plan.partition_by,
@@ -135,7 +132,7 @@ def stage(data: DataFrame, loc: TableLocation, plan: WritePlan,
         "appId": None if app_txn is None else app_txn.app_id,
         "appVersion": None if app_txn is None else app_txn.version,
         "guarded": guarded, "expected": expected if guarded else None,
-        "skipEmpty": skip_empty, "message": commit_message}
+        "skipEmpty": skip_empty, "message": commit_message, "addColumns": add_columns}
     answer = call(spark, "stage", json.dumps(request), data)
     state = answer["state"]
     if state == "conflict":

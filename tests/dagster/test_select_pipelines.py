@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from joins.ingest import run_ingest
 from joins.lake import table_schema
 from joins.pipeline import PipelineLayout, load_spec_folder
 from joins.pipeline.spec import PipelineSpec
@@ -148,3 +149,29 @@ def test_a_pipeline_over_a_projected_one_reads_the_published_names(spark: Any, t
     rows = output_rows(spark, PipelineLayout(layout.root, rich))
     # c1 (100.0) is in; c3's 7.5 is not; c2's account closed.
     assert {r["customer_id"]: r["holder"] for r in rows if r["has_value"]} == {"c1": "Ann B"}
+
+
+def test_a_changed_list_applies_to_what_is_written_next_and_a_backfill_republishes(
+        spark: Any, tmp_path: Path) -> None:
+    from joins.pipeline.select import SelectedColumn
+
+    spec, layout = _sql(spark, tmp_path, "rates_only")
+    published = {r["order_id"]: r["fx"] for r in output_rows(spark, layout)}
+    renamed = spec.model_copy(update={"select": (
+        SelectedColumn(column="order_id"), SelectedColumn.model_validate({"column": "table_rate",
+                                                                          "as": "rate"}))})
+    relaid = PipelineLayout(layout.root, renamed)
+    day = renamed.engine(relaid).backfill(spark, ["2024-03-01"])
+    assert day.committed and day.per_day["2024-03-01"].changed > 0
+    rows = output_rows(spark, relaid)
+    # Delta kept the old column (null in the republished rows); the day now says `rate`.
+    assert {"fx", "rate"} <= set(table_schema(relaid.output).fieldNames())
+    assert {r["order_id"]: r["rate"] for r in rows} == published
+    assert {r["fx"] for r in rows} == {None}
+    # The next micro-batch's rows are published so too (the grace buffer's last order).
+    more = Path(relaid.landing(renamed.input("stream").source)) / "0002.jsonl"
+    more.write_text('{"order_id": "o9", "currency": "EUR", "amount": 1.0, "ts": 1709280000000}\n')
+    run_ingest(spark, relaid.ingest_source(load_spec_folder(tmp_path / "sql_specs").sources[
+        "orders"].input()))
+    assert renamed.engine(relaid).microbatch(spark).rows_out > 0
+    assert {r["order_id"]: r["rate"] for r in output_rows(spark, relaid)}.keys() > published.keys()

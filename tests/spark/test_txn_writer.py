@@ -56,6 +56,21 @@ def test_the_version_guard_refuses_a_moved_table(spark: Any, tmp_path: Path) -> 
     assert lake.delta_version(path) == 1 and len(rows(spark, Path(path))) == 2
 
 
+def test_a_guarded_write_adds_columns_in_its_own_commit(spark: Any, tmp_path: Path) -> None:
+    """One commit, not an ALTER TABLE and then the data: a crash or a lost guard between the
+    two would have left a table widened by a write that never landed."""
+    path = str(tmp_path / "t")
+    lake.write_delta(spark.createDataFrame([(1, "a", D1)], SCHEMA), path, partition_by=["day"])
+    wider = spark.createDataFrame([(2, "b", D2, 2.5)], f"{SCHEMA}, x double")
+    with pytest.raises(lake.ConcurrentCommitError):
+        lake.write_delta(wider, path, schema_mode="merge", expected_version=1)
+    assert lake.delta_version(path) == 0 and "x" not in lake.table_schema(path).fieldNames()
+    info = lake.write_delta(wider, path, schema_mode="merge", expected_version=0,
+                            app_txn=lake.AppTxn("app", 1))
+    assert info.version == 1 and lake.delta_version(path) == 1
+    assert rows(spark, Path(path)) == [(1, "a", D1, None), (2, "b", D2, 2.5)]
+
+
 def test_a_commit_staged_before_another_commit_fails_and_leaves_no_file(
         spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "t"

@@ -82,7 +82,7 @@ public final class DeltaTxn {
   /**
    * Stage {@code data} for the table at request.path. Request: id, path, mode ("append" or
    * "overwrite"), partitionBy, schema and configuration (for a table this write creates, as its
-   * version 0), replace ({column: [values]} or null: the whole table), appId and
+   * version 0; addColumns: schema adds nullable columns to an existing table's), replace ({column: [values]} or null: the whole table), appId and
    * appVersion (or null), expected (the version a guarded write must start from, or null),
    * guarded, skipEmpty, message. Answer: state "staged" (with files), "skipped" (the app
    * transaction is done), "empty", "conflict" (the guard failed) or "outside" (a row outside the
@@ -120,6 +120,12 @@ public final class DeltaTxn {
     }
     if (txn.readVersion() < 0) {
       txn.updateMetadataForNewTable(newTable(req));
+    } else if (req.path("addColumns").asBoolean(false)) {
+      // In this commit, not an ALTER TABLE before it: a guarded write stays one commit.
+      org.apache.spark.sql.delta.actions.Metadata m = txn.metadata();
+      txn.updateMetadata(new org.apache.spark.sql.delta.actions.Metadata(
+          m.id(), m.name(), m.description(), m.format(), req.get("schema").asText(),
+          m.partitionColumns(), m.configuration(), m.createdTime()), false);
     }
     long started = System.currentTimeMillis();
     List<FileAction> adds = new ArrayList<>(CollectionConverters.asJava(txn.writeFiles(data)));
