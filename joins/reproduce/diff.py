@@ -68,16 +68,14 @@ class Reproduction:
 def compare_rows(join: str, what: str, output_commit: int | None, pins: dict[str, Any],
                  recomputed: DataFrame | None, output: DataFrame | None,
                  columns: list[str] | None = None) -> Reproduction:
-    """Multiset difference of `recomputed` and `output` over `columns` (default: the columns
-    both frames have, in the output's order). None is an empty side."""
+    """Multiset difference of `recomputed` and `output` over `columns` (default: all) that both
+    frames have, in the output's order (a pipeline's `select` may have changed since the output
+    was written: `compared` says what was compared). None is an empty side."""
     if recomputed is None and output is None:
         return Reproduction(join, what, output_commit, pins, 0, 0, 0, 0)
-    if columns is None:
-        if recomputed is None or output is None:
-            columns = list((recomputed if output is None else output).columns)
-        else:
-            theirs = set(recomputed.columns)
-            columns = [c for c in output.columns if c in theirs]
+    frames = [f for f in (output, recomputed) if f is not None]
+    both = [c for c in frames[0].columns if all(c in f.columns for f in frames)]
+    columns = both if columns is None else [c for c in both if c in columns]
     new = None if recomputed is None else recomputed.select(*columns)
     old = None if output is None else output.select(*columns)
     if new is None or old is None:

@@ -175,3 +175,7 @@ def test_a_changed_list_applies_to_what_is_written_next_and_a_backfill_republish
         "orders"].input()))
     assert renamed.engine(relaid).microbatch(spark).rows_out > 0
     assert {r["order_id"]: r["rate"] for r in output_rows(spark, relaid)}.keys() > published.keys()
+    # Batch 0 published `fx`; recomputed now it has `rate`: the columns both hold are compared.
+    old = reproduce_batch(spark, renamed.engine(relaid).runtime(), 0)
+    assert old.agrees and "order_id" in old.compared and not {"fx", "rate"} & set(old.compared)
+    assert reproduce_day(spark, renamed.engine(relaid).runtime(), dt.date(2024, 3, 1)).agrees
