@@ -82,7 +82,8 @@ public final class DeltaTxn {
   /**
    * Stage {@code data} for the table at request.path. Request: id, path, mode ("append" or
    * "overwrite"), partitionBy, schema and configuration (for a table this write creates, as its
-   * version 0; addColumns: schema adds nullable columns to an existing table's), replace ({column: [values]} or null: the whole table), appId and
+   * version 0; with addColumns, the schema of an existing table widened by nullable columns, set
+   * in this commit), replace ({column: [values]} or null: the whole table), appId and
    * appVersion (or null), expected (the version a guarded write must start from, or null),
    * guarded, skipEmpty, message. Answer: state "staged" (with files), "skipped" (the app
    * transaction is done), "empty", "conflict" (the guard failed) or "outside" (a row outside the
