@@ -119,18 +119,7 @@ def _projection(src: SqlText, query: exp.Select, resolver: Resolver, planned: Pl
         return
     carried: list[str] = []
     select: list[Any] = []
-    for item in items:
-        node = item.this if isinstance(item, exp.Alias) else item
-        if not isinstance(node, exp.Column):
-            raise src.error(node, f"{node.sql()!r}: the filter carries columns of its input, "
-                                  f"not expressions")
-        rel, name = resolver.resolve(node)
-        alias = item.alias if isinstance(item, exp.Alias) else name
-        if name in (rel.key, rel.ts):
-            if alias != name:
-                raise src.error(item, f"{item.sql()!r}: the key and the event time keep their "
-                                      f"names (rename them when you read the output table)")
-            continue
+    for item, name, alias in _value_columns(src, query, resolver, "the filter carries"):
         if name not in carried:
             carried.append(name)
             planned.positions[f"select.{len(select)}"] = src.at(item)
@@ -148,12 +137,25 @@ def _map(src: SqlText, query: exp.Select, resolver: Resolver, raw: dict[str, Any
         raise src.error(items[0], "a query over one table filters it (WHERE), maps its columns "
                                   "(SELECT a, b AS c) or aggregates it (GROUP BY); SELECT * alone "
                                   "copies a table that is already one of its own")
-    columns: list[Any] = []
-    for item in items:
+    columns: list[Any] = [name if alias == name else {"field": name, "as": alias}
+                          for _, name, alias in _value_columns(src, query, resolver,
+                                                               "the map keeps and renames")]
+    if not columns:
+        raise src.error(query, "select at least one value column (the key and the event time "
+                               "come along anyway)")
+    return Planned({"operator": "table_map", **raw, "columns": columns},
+                   {"columns": src.at(query)})
+
+
+def _value_columns(src: SqlText, query: exp.Select, resolver: Resolver,
+                   what: str) -> list[tuple[exp.Expression, str, str]]:
+    """(item, column, published name) of each value column the list names; the key and the
+    event time come along anyway (listed, they are skipped; renamed, refused)."""
+    out: list[tuple[exp.Expression, str, str]] = []
+    for item in query.expressions:
         node = item.this if isinstance(item, exp.Alias) else item
         if not isinstance(node, exp.Column):
-            raise src.error(node, f"{node.sql()!r}: the map keeps and renames columns of its "
-                                  f"input, not expressions")
+            raise src.error(node, f"{node.sql()!r}: {what} columns of its input, not expressions")
         rel, name = resolver.resolve(node)
         alias = item.alias if isinstance(item, exp.Alias) else name
         if name in (rel.key, rel.ts):
@@ -161,12 +163,8 @@ def _map(src: SqlText, query: exp.Select, resolver: Resolver, raw: dict[str, Any
                 raise src.error(item, f"{item.sql()!r}: the key and the event time keep their "
                                       f"names (rename them when you read the output table)")
             continue
-        columns.append(name if alias == name else {"field": name, "as": alias})
-    if not columns:
-        raise src.error(query, "select at least one value column (the key and the event time "
-                               "come along anyway)")
-    return Planned({"operator": "table_map", **raw, "columns": columns},
-                   {"columns": src.at(query)})
+        out.append((item, name, alias))
+    return out
 
 
 def _literal(src: SqlText, node: exp.Expression) -> Any:
