@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, StrictBool, StrictInt
 
-from joins.changelog.result import BATCH_ID
+from joins.changelog.result import (
+    BATCH_ID,
+    EMIT_SEQ,
+    EVENT_DATE,
+    SIDES,
+    TOMBSTONE,
+    TS,
+    VALID_FROM,
+    VALID_TO,
+    has,
+)
 from joins.core.human import iso_time
 from joins.core.versioned import VersionedInput
 from joins.incremental.projection import OutputValue
@@ -54,13 +64,16 @@ class TwoTablePipeline(PipelineSpec):
 
     def output_values(self) -> tuple[OutputValue, ...]:
         """Each side's value columns with the side's prefix (`left_status`, `right_name`)."""
-        return tuple(OutputValue(f"{side}_{c}") for side, src in (("left", self.left),
-                                                                  ("right", self.right))
-                     for c in src.value_names)
+        cols = self.columns()
+        return tuple(OutputValue(c) for side in SIDES for c in cols.out_values(side))
 
     def kept_columns(self) -> tuple[str, ...]:
-        return (self.left.key_column, "has_left", "has_right", "ts", "ts_utc", "tombstone",
-                "event_date", "valid_from", "valid_to", "_batch_id", "_emit_seq")
+        return (self.left.key_column, *(has(s) for s in SIDES), TS, f"{TS}_utc", TOMBSTONE,
+                EVENT_DATE, VALID_FROM, VALID_TO, BATCH_ID, EMIT_SEQ)
+
+    def columns(self) -> Any:
+        """The join's column roles (each operator's own columns class)."""
+        raise NotImplementedError
 
     def check_sides(self) -> None:
         who = f"{self.operator} spec {self.name!r}"

@@ -25,6 +25,7 @@ from pydantic import Field, StrictInt, StrictStr, model_validator
 from joins.core.human import iso_time
 from joins.errors import ConfigError
 from joins.incremental.projection import OutputValue
+from joins.operators.interval_join.columns import BATCH_ID, EVENT_DATE, JoinLayout
 from joins.operators.interval_join.spec import IntervalJoinSpec, JoinType, LatePolicy
 from joins.pipeline.sources import SourceSpec
 from joins.pipeline.spec import PipelineInput, PipelineSpec
@@ -105,12 +106,21 @@ class IntervalJoinPipeline(PipelineSpec):
 
     def output_values(self) -> tuple[OutputValue, ...]:
         """Both sources' key and value columns as the output names them (`<source>_<column>`)."""
-        return tuple(OutputValue(f"{src.name}_{c.name}") for src in (self.left, self.right)
-                     for c in (*src.key_columns, *src.value_columns))
+        times = set(self._times())
+        return tuple(OutputValue(n) for n in self._output_layout().output_columns()
+                     if n not in times)
 
     def kept_columns(self) -> tuple[str, ...]:
-        times = (f"{src.name}_{src.ts_column}" for src in (self.left, self.right))
-        return (*(n for t in times for n in (t, f"{t}_utc")), "batch_id", "event_date")
+        return (*(n for t in self._times() for n in (t, f"{t}_utc")), BATCH_ID, EVENT_DATE)
+
+    def _output_layout(self) -> JoinLayout:
+        return JoinLayout.of(self.engine_spec())
+
+    def _times(self) -> list[str]:
+        """The output names of the two event-time columns."""
+        layout = self._output_layout()
+        return [layout.sides[side].output(f"{self.source(side).name}.{self.source(side).ts_column}")
+                for side in SIDES]
 
     def summary(self) -> str:
         return (f"`{self.left.name}` {self.join}-joined with `{self.right.name}` within time bounds: "
@@ -133,7 +143,6 @@ class IntervalJoinEngine:
 
     @cached_property
     def step(self) -> IntervalJoinStep:
-        from joins.operators.interval_join.columns import JoinLayout
         from joins.operators.interval_join.spark_incremental import IntervalJoinStep
 
         engine_spec = self.spec.engine_spec()

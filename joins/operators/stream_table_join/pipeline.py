@@ -12,6 +12,13 @@ from pydantic import Field, StrictInt, StrictStr, model_validator
 
 from joins.incremental.projection import OutputValue
 from joins.landing.spec import ColumnSpec
+from joins.operators.stream_table_join.columns import (
+    BATCH_ID,
+    EMIT_SEQ,
+    LATE,
+    TABLE_PREFIX,
+    VALID_FROM,
+)
 from joins.operators.stream_table_join.spec import LatePolicy, StreamTableJoinSpec
 from joins.pipeline.sources import SourceSpec
 from joins.pipeline.spec import PipelineInput, PipelineSpec
@@ -62,7 +69,7 @@ class StreamTableJoinPipeline(PipelineSpec):
             raise self.error("table_key" if self.table_key else "stream.key_columns",
                              f"the stream's lookup column {lookup.name!r} is {lookup.type} but the "
                              f"table key {self.table.key_column!r} is {self.table.key_columns[0].type}")
-        clash = set(self.stream.value_names) & {f"table_{c}" for c in self.table.value_names}
+        clash = set(self.stream.value_names) & {TABLE_PREFIX + c for c in self.table.value_names}
         if clash:
             raise self.error("stream.value_columns", f"column(s) {sorted(clash)} would collide "
                              f"with the table's value columns in the output (they get a table_ prefix)")
@@ -111,11 +118,12 @@ class StreamTableJoinPipeline(PipelineSpec):
     def output_values(self) -> tuple[OutputValue, ...]:
         """The stream's value columns, then the table's with their `table_` prefix."""
         return tuple(OutputValue(c) for c in (*self.stream.value_names,
-                                              *(f"table_{c}" for c in self.table.value_names)))
+                                              *(TABLE_PREFIX + c for c in self.table.value_names)))
 
     def kept_columns(self) -> tuple[str, ...]:
-        return (self.stream.key_column, "ts", "ts_utc", "event_date", "table_valid_from",
-                "table_valid_from_utc", "_seq", "_emit_seq", "_late", "_batch_id")
+        c = self.columns()
+        return (c.key, c.ts, f"{c.ts}_utc", c.event_date, VALID_FROM, f"{VALID_FROM}_utc", c.seq,
+                EMIT_SEQ, LATE, BATCH_ID)
 
     def summary(self) -> str:
         return (f"`{self.stream.name}` enriched with the `{self.table.name}` version valid at each "
