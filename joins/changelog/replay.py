@@ -40,18 +40,26 @@ def changelog_frame(spark: SparkSession, records: Sequence[Any],
                     values: JsonValues | None = None) -> DataFrame:
     """Records with `i`, `key`, `value`, `ts` as changelog rows; with `values`, plus one FIELD
     column per path of the value model (what an ingest with a declared schema extracts)."""
-    paths = () if values is None else values.paths
-    schema = CHANGELOG_SCHEMA + "".join(f", {field_column(n)} {FIELD_TYPE}" for n in range(len(paths)))
-    rows = [(key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i,
+    return spark.createDataFrame(changelog_rows(records, values), changelog_schema(values))
+
+
+def changelog_rows(records: Sequence[Any], values: JsonValues | None = None) -> list[tuple[Any, ...]]:
+    """Records as rows of `changelog_schema(values)`."""
+    return [(key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i,
              *(() if values is None else values.land_columns(r.value))) for r in records]
-    return spark.createDataFrame(rows, schema)
+
+
+def changelog_schema(values: JsonValues | None = None) -> str:
+    paths = () if values is None else values.paths
+    return CHANGELOG_SCHEMA + "".join(f", {field_column(n)} {FIELD_TYPE}" for n in range(len(paths)))
 
 
 def land(spark: SparkSession, path: str, records: Sequence[Any], *, create: bool = False,
          values: JsonValues | None = None) -> None:
-    """Append `records` to the changelog table at `path` (an empty table when `create`)."""
+    """Append `records` to the changelog table at `path` (an empty table when `create`), as an
+    upstream producer would (`joins.lake.producer`)."""
     if records or create:
-        lake.write_delta(changelog_frame(spark, records, values), path, mode="append")
+        lake.append_rows(spark, path, changelog_rows(records, values), changelog_schema(values))
 
 
 def read_rows(spark: SparkSession, path: str, columns: list[str] | None = None) -> list[Any]:

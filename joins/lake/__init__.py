@@ -9,6 +9,7 @@ place in the project that imports `deltalake`.
     read_change_feed               a table's change data feed (inserts, updates, deletes)
     write_delta                    DataFrame -> one Delta commit, idempotent with an AppTxn
     stage_delta                    write_delta up to its commit (files written, not committed)
+    append_rows                    a producer's few rows from the driver (a replay's records)
     vacuum_orphans                 remove files of writes that never committed
     remove_leftovers               the same under a writer's lease, fencing a paused writer first
     table_properties               Delta table properties (set_table_properties records new ones)
@@ -28,6 +29,7 @@ from joins.lake.finish import committed_write
 from joins.lake.lease import Lease, LeaseLostError, LeaseRecord, WriterBusyError
 from joins.lake.leftovers import remove_leftovers
 from joins.lake.model import AppTxn, CommitInfo
+from joins.lake.producer import append_rows
 from joins.lake.properties import set_table_properties, table_properties
 from joins.lake.read import read_delta
 from joins.lake.small import SmallTable, open_small, read_arrow, write_arrow
@@ -59,6 +61,7 @@ __all__ = [
     "TableSummary",
     "UnsupportedTableError",
     "WriterBusyError",
+    "append_rows",
     "change_feed_enabled",
     "change_stats",
     "commit_rows_by_partition",

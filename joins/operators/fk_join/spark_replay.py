@@ -62,7 +62,7 @@ class ReplayLake(TwoTableReplay):
             rows = [(key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i)
                     for r in records]
         schema = LEFT_SCHEMA if side == "left" else CHANGELOG_SCHEMA
-        lake.write_delta(self.spark.createDataFrame(rows, schema), self.sources[side], mode="append")
+        lake.append_rows(self.spark, self.sources[side], rows, schema)
 
     def land(self, records: Sequence[FkJoinRecord]) -> None:
         for side in SIDES:

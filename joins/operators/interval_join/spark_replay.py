@@ -117,14 +117,14 @@ class ReplayLake:
         self.join_root = f"{self.root}/join"
         if create:
             for side in SIDES:
-                lake.write_delta(self._frame(side, []), self.paths[side], mode="append")
+                lake.append_rows(self.spark, self.paths[side], [], self._schema(side))
 
     def _schema(self, side: Side) -> str:
         cols = self.layout.sides[side]
         data = ", ".join(f"`{cols.output(n)}` {_SPARK_TYPE[self.kinds[side][n]]}" for n in cols.names)
         return f"{data}, {SEQ} long, {ORDER} long, {WM_KEY} string, {WM_TS} long"
 
-    def _frame(self, side: Side, records: Sequence[IntervalJoinRecord]) -> Any:
+    def _rows(self, side: Side, records: Sequence[IntervalJoinRecord]) -> list[tuple[Any, ...]]:
         cols = self.layout.sides[side]
         rows = []
         for r in records:
@@ -137,13 +137,13 @@ class ReplayLake:
                 assert r.row is not None
                 values = [_encode(r.row.get(n), self.kinds[side][n]) for n in cols.names]
                 rows.append((*values, r.i, r.i, None, None))
-        return self.spark.createDataFrame(rows, self._schema(side))
+        return rows
 
     def land(self, batch: Sequence[IntervalJoinRecord]) -> None:
         for side in SIDES:
             mine = [r for r in batch if r.side == side]
             if mine:
-                lake.write_delta(self._frame(side, mine), self.paths[side], mode="append")
+                lake.append_rows(self.spark, self.paths[side], self._rows(side, mine), self._schema(side))
 
     def step(self) -> IntervalJoinStep:
         return IntervalJoinStep(self.spec, self.layout, order="arrival")

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 from joins import lake
 from joins.core.keys import key_text
 from joins.core.operator import Item
+from joins.core.time import day_of
 from joins.microbatch import cut_batches
 from joins.operators.stream_table_join.columns import BATCH_ID, EMIT_SEQ, REASON, JoinColumns
 from joins.operators.stream_table_join.reference import METRIC_NAMES
 from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTableRecord
 from joins.operators.stream_table_join.state import JoinPaths
-from joins.spark.exprs import event_date
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 # The stream source of a replay: the stream value as JSON text, plus the table key read out of
 # it (config.table_key) in a column of its own.
@@ -46,22 +46,19 @@ def value_text(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True)
 
 
-def _stream_rows(spark: SparkSession, spec: StreamTableJoinSpec,
-                 records: Sequence[StreamTableRecord]) -> DataFrame:
-    from pyspark.sql import functions as F
-
+def _land_stream(spark: SparkSession, spec: StreamTableJoinSpec, records: Sequence[StreamTableRecord],
+                 path: str) -> None:
     rows = []
     for r in records:
         lookup = r.key if spec.table_key is None else (
             spec.lookup_key(r.key, r.value, index=r.i) if r.value is not None else None)
-        rows.append((key_text(r.key), value_text(r.value), r.ts, None, r.i, key_text(lookup)))
-    df = spark.createDataFrame(rows, STREAM_SCHEMA)
-    return df.withColumn("event_date", event_date(F.col("ts")))
+        rows.append((key_text(r.key), value_text(r.value), r.ts,
+                     None if r.ts is None else day_of(r.ts), r.i, key_text(lookup)))
+    lake.append_rows(spark, path, rows, STREAM_SCHEMA, partition_by=["event_date"])
 
 
-def _changelog_rows(spark: SparkSession, records: Sequence[StreamTableRecord]) -> DataFrame:
-    rows = [(key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i) for r in records]
-    return spark.createDataFrame(rows, CHANGELOG_SCHEMA)
+def _changelog_rows(records: Sequence[StreamTableRecord]) -> list[tuple[Any, ...]]:
+    return [(key_text(r.key), value_text(r.value), r.ts, r.value is None, r.i) for r in records]
 
 
 def _layout(spec: StreamTableJoinSpec) -> Any:
@@ -74,10 +71,10 @@ def _layout(spec: StreamTableJoinSpec) -> Any:
 def _land_table(spark: SparkSession, spec: StreamTableJoinSpec, records: Sequence[StreamTableRecord],
                 *, table_source: str, table_quarantine: str, batch: int) -> int:
     """Land a batch's table records; returns how many puts the versioned table refused."""
-    changelog = _changelog_rows(spark, records)
     if not spec.table.versioned:
-        lake.write_delta(changelog, table_source, mode="append")
+        lake.append_rows(spark, table_source, _changelog_rows(records), CHANGELOG_SCHEMA)
         return 0
+    changelog = spark.createDataFrame(_changelog_rows(records), CHANGELOG_SCHEMA)
     from joins.versioned.ingest import ingest_changelog
 
     report = ingest_changelog(spark, changelog, _layout(spec), versions_path=table_source,
@@ -124,8 +121,7 @@ class ReplayLake:
         self.table_quarantine = f"{self.root}/table_quarantine"
         if create:
             # Empty sources first: the join reads their schemas before the first row lands.
-            lake.write_delta(_stream_rows(spark, spec, []), self.stream_source, mode="append",
-                             partition_by=["event_date"])
+            _land_stream(spark, spec, [], self.stream_source)
             _land_table(spark, spec, [], table_source=self.table_source,
                         table_quarantine=self.table_quarantine, batch=0)
 
@@ -141,8 +137,7 @@ class ReplayLake:
                 table_quarantine=self.table_quarantine, batch=batch)
         stream = [r for r in records if r.side == "stream"]
         if stream:
-            lake.write_delta(_stream_rows(self.spark, self.spec, stream), self.stream_source,
-                             mode="append", partition_by=["event_date"])
+            _land_stream(self.spark, self.spec, stream, self.stream_source)
         return counts
 
     def run(self, **kwargs: Any) -> Any:

@@ -1,0 +1,56 @@
+"""Rows an upstream producer appends to a source table: a replay's scenario records, landed
+batch by batch before each micro-batch reads them.
+
+The rows are built on the driver from a scenario file (a few per batch), so a Spark job that
+only turns them into a Parquet file costs more than the micro-batch's own work: a DataFrame
+from Python rows, a write job and a transaction, 150-200 ms a landing. A user's sources are
+written by any producer (Kafka Connect, delta-rs, another Spark job); the replay lands like a
+delta-rs one: `write_arrow` commits one file without Spark. Spark creates the table (the
+project's table properties and protocol, the schema as Spark types it) and takes over when the
+rows are too many for one small commit. Columns with a Spark expression of their own (an event
+day) are computed the same way in Python by the caller.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from joins.lake.small import MAX_ROWS, write_arrow
+from joins.lake.table import table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+
+def append_rows(spark: SparkSession, path: str, rows: Sequence[tuple[Any, ...]], schema: str, *,
+                partition_by: list[str] | None = None) -> None:
+    """Append `rows` (tuples in the order of `schema`, a Spark DDL string) to the Delta table at
+    `path`, creating it (empty) first if it does not exist."""
+    from joins.lake.write import write_delta
+
+    if len(rows) > MAX_ROWS or not table_exists(path):
+        write_delta(spark.createDataFrame(list(rows), schema), path, mode="append",
+                    partition_by=partition_by)
+    elif rows:
+        struct = _parsed(schema, spark)
+        write_arrow(pa.Table.from_pylist([dict(zip(struct.names, r, strict=True)) for r in rows],
+                                         schema=to_arrow(struct)), path)
+
+
+def to_arrow(struct: StructType) -> pa.Schema:
+    """The Arrow schema Spark writes a struct type as."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(struct)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(schema: str, spark: SparkSession) -> StructType:
+    # An empty frame's schema: Spark's own parser (one plan, once per schema and process).
+    return spark.createDataFrame([], schema).schema
+
