@@ -11,8 +11,10 @@ then `--runs` timed batches of `--batch` new rows (half per side, keys from the 
 times just after the buffered ones). `run_microbatch` is timed end to end (lease, plan, every
 Spark job, every commit, the done record); its phases are printed.
 
-Before the first size, `--jvm-warmup-rounds` small joins (2k buffered, 1k-row batches) run
-untimed, so that no size carries the process's JIT warm-up. Per size, the first batch after the
+Before the first size, `--jvm-warmup-rounds` joins of batches of the measured size (10k
+buffered, two batches each) run untimed, so that no size carries the process's JIT warm-up: a
+batch of more than 1,000 rows a side takes another path than a small one (its rows cached, not
+checkpointed), whose code a small warm-up would leave cold. Per size, the first batch after the
 buffering one is reported apart as **cold** (its join's first read of the buffers and first
 plans), the buffering batch itself as `load_s`; the median of the steady batches per size, the
 cold batches and the ratio of the largest size to the smallest are saved to
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--shuffle-partitions", type=int, default=4)
-    parser.add_argument("--jvm-warmup-rounds", type=int, default=1)
+    parser.add_argument("--jvm-warmup-rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     from joins.spark import SparkSettings, get_spark
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = get_spark(SparkSettings(shuffle_partitions=args.shuffle_partitions, driver_memory="4g"))
     for _ in range(args.jvm_warmup_rounds):
         print("warming up the JVM (untimed)", flush=True)
-        measure(spark, 2_000, 1_000, 2, quiet=True)
+        measure(spark, 10_000, args.batch, 2, quiet=True)
     before = _machine()
     results = [measure(spark, int(b), args.batch, args.runs) for b in args.buffered.split(",")]
     ratio = results[-1]["median_s"] / results[0]["median_s"]

@@ -93,8 +93,9 @@ if TYPE_CHECKING:
 
 APP = "interval_join"
 BROADCAST_MAX_ROWS = 2_000_000
-# A batch with at most this many new rows per side has its classified rows checkpointed (step).
-CHECKPOINT_MAX_ROWS = 1_000
+# Up to this many new rows a side, a batch's classified rows are checkpointed (see step); at
+# 5k a side 1.57-1.64 s a batch against 1.64-1.93 s cached (warm, one process).
+CHECKPOINT_MAX_ROWS = 100_000
 
 
 @dataclass
@@ -128,9 +129,7 @@ class IntervalJoinStep:
     def step(self, ctx: StepContext) -> StepResult:
         from pyspark.sql import functions as F
 
-        plan = self.spec.plan
-        layout = self.layout
-        carry = ctx.carry
+        plan, layout, carry = self.spec.plan, self.layout, ctx.carry
         held: dict[Side, int] = {s: int(carry.get("buffered", {}).get(s, 0)) for s in SIDES}
         raw: dict[Side, DataFrame] = {}
         marked: dict[Side, bool] = {}
@@ -149,9 +148,9 @@ class IntervalJoinStep:
         small = all((n := batch_rows(ctx, s)) is not None and n <= CHECKPOINT_MAX_ROWS for s in SIDES)
         for side in SIDES:
             evict = evict_index(layout, side, timeline)
-            # Read by the count, pairs, padded rows and buffer: materialized once. A small batch
-            # is checkpointed, so the dozens of frames built on it start from a leaf and Spark's
-            # analysis of each (most of a small batch's time) stays small; a larger one is
+            # Read by the count, pairs, padded rows and buffer: materialized once. A batch of
+            # up to CHECKPOINT_MAX_ROWS a side is checkpointed, so the dozens of frames built on
+            # it start from a leaf and Spark's analysis of each stays small; a larger one is
             # cached as the count reads it (no extra pass over its rows).
             classified = classify(raw[side], layout, side, timeline).withColumn(
                 EVICT, F.when(F.col(CLASS) == BUFFERED, evict))
