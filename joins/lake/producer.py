@@ -67,4 +67,3 @@ def to_arrow(struct: StructType) -> pa.Schema:
 def _parsed(schema: str, spark: SparkSession) -> StructType:
     # An empty frame's schema: Spark's own parser (one plan, once per schema and process).
     return spark.createDataFrame([], schema).schema
-
