@@ -18,13 +18,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from deltalake import write_deltalake
-from deltalake.exceptions import DeltaError
 
-from joins.lake.errors import LakeError
-from joins.lake.location import TableLocation
 from joins.lake.small import MAX_ROWS, write_arrow
-from joins.lake.table import table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,16 +39,8 @@ def append_rows(spark: SparkSession, path: str, rows: Sequence[tuple[Any, ...]],
     struct = _parsed(schema, spark)
     data = pa.Table.from_pylist([dict(zip(struct.names, r, strict=True)) for r in rows],
                                 schema=to_arrow(struct))
-    if table_exists(path):
-        if rows:
-            write_arrow(data, path)
-        return
-    loc = TableLocation.of(path)
-    try:
-        write_deltalake(loc.delta_uri, data, mode="append", partition_by=partition_by,
-                        configuration=NEW_TABLE_PROPERTIES)
-    except DeltaError as exc:
-        raise LakeError(f"{loc}: cannot create the table: {exc}") from exc
+    write_arrow(data, path, partition_by=partition_by, configuration=NEW_TABLE_PROPERTIES,
+                skip_empty=True)
 
 
 def to_arrow(struct: StructType) -> pa.Schema:

@@ -7,7 +7,7 @@ table's rows are written by Spark tasks (`write.py`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -24,16 +24,23 @@ MAX_ROWS = 100_000
 
 def write_arrow(table: pa.Table, path: str, *, mode: str = "append", app_txn: AppTxn | None = None,
                 commit_message: str | None = None,
-                expected_version: int | None = None, new_schema: bool = False) -> CommitInfo:
+                expected_version: int | None = None, new_schema: bool = False,
+                partition_by: list[str] | None = None,
+                configuration: Mapping[str, str] | None = None,
+                skip_empty: bool = False) -> CommitInfo:
     """Append (or overwrite with) a small Arrow table in one commit, idempotent with `app_txn`;
     with `expected_version`, the commit must be exactly the next version (else
     ConcurrentCommitError and nothing is committed). `new_schema` (with mode overwrite): the
-    table's columns become the Arrow table's (a metadata table rewritten in a new format)."""
+    table's columns become the Arrow table's (a metadata table rewritten in a new format).
+    `partition_by` and `configuration` apply when this write creates the table; `skip_empty`:
+    no rows for an existing table commit nothing (CommitInfo(version=None, files=0))."""
     loc = TableLocation.of(path)
     if table.num_rows > MAX_ROWS:
         raise LakeError(f"{loc}: {table.num_rows} rows is too many for a metadata write "
                         f"(at most {MAX_ROWS}); write data with Spark")
     existing = _open(loc)
+    if skip_empty and existing is not None and table.num_rows == 0:
+        return CommitInfo(version=None, skipped=False, files=0, rows=0)
     if expected_version is not None and (existing is None or existing.version() != expected_version):
         raise ConcurrentCommitError(f"{loc}: expected the table at version {expected_version}; "
                                     "another writer committed meanwhile; nothing was committed")
@@ -51,6 +58,8 @@ def write_arrow(table: pa.Table, path: str, *, mode: str = "append", app_txn: Ap
     try:
         write_deltalake(target, table, mode=mode,  # type: ignore[arg-type]
                         schema_mode="overwrite" if new_schema else None,
+                        partition_by=partition_by if existing is None else None,
+                        configuration=dict(configuration or {}) if existing is None else None,
                         commit_properties=CommitProperties(
                             custom_metadata=metadata, app_transactions=txns,
                             max_commit_retries=None if expected_version is None else 0))

@@ -46,7 +46,6 @@ def test_more_rows_than_a_small_commit_holds_go_through_spark(spark: Any, tmp_pa
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(producer, "MAX_ROWS", 1)
     monkeypatch.setattr(producer, "write_arrow", _refuse)
-    monkeypatch.setattr(producer, "write_deltalake", _refuse)
     path = str(tmp_path / "big")
     producer.append_rows(spark, path, ROWS, SCHEMA)
     assert lake.read_delta(spark, path).count() == 2

@@ -106,19 +106,16 @@ class IntervalJoinPipeline(PipelineSpec):
 
     def output_values(self) -> tuple[OutputValue, ...]:
         """Both sources' key and value columns as the output names them (`<source>_<column>`)."""
-        times = set(self._times())
-        return tuple(OutputValue(n) for n in self._output_layout().output_columns()
-                     if n not in times)
+        layout = JoinLayout.of(self.engine_spec())
+        times = set(self._times(layout))
+        return tuple(OutputValue(n) for n in layout.output_columns() if n not in times)
 
     def kept_columns(self) -> tuple[str, ...]:
-        return (*(n for t in self._times() for n in (t, f"{t}_utc")), BATCH_ID, EVENT_DATE)
+        times = self._times(JoinLayout.of(self.engine_spec()))
+        return (*(n for t in times for n in (t, f"{t}_utc")), BATCH_ID, EVENT_DATE)
 
-    def _output_layout(self) -> JoinLayout:
-        return JoinLayout.of(self.engine_spec())
-
-    def _times(self) -> list[str]:
+    def _times(self, layout: JoinLayout) -> list[str]:
         """The output names of the two event-time columns."""
-        layout = self._output_layout()
         return [layout.sides[side].output(f"{self.source(side).name}.{self.source(side).ts_column}")
                 for side in SIDES]
 
