@@ -70,7 +70,8 @@ def spark():
     settings = replace(SparkSettings.from_env(), shuffle_partitions=2, driver_memory="2g")
     local = settings.remote is None and settings.master.startswith("local")
     if local and os.environ.get("TJ_TEST_CODEGEN") != "1":
-        settings = replace(settings, extra_conf=TEST_SPARK_CONF)
+        # TJ_SPARK_CONF still wins: a run measuring another setting says so there.
+        settings = replace(settings, extra_conf={**TEST_SPARK_CONF, **settings.extra_conf})
     with pytest.MonkeyPatch.context() as mp:
         if local and os.environ.get("JDK_JAVA_OPTIONS") == JVM_TEST_OPTIONS:
             mp.setenv("JDK_JAVA_OPTIONS", SESSION_JVM_OPTIONS)   # this JVM lives the whole run

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from joins import lake
@@ -31,6 +31,8 @@ class StepContext:
     plan: BatchPlan
     sources: Mapping[str, Source]
     clock: PhaseClock
+    # change_stats per role: the versions are pinned, so one log read serves the whole step.
+    _stats: dict[str, lake.ChangeStats | None] = field(default_factory=dict, repr=False)
 
     @property
     def batch_id(self) -> int:
@@ -69,10 +71,11 @@ class StepContext:
     def change_stats(self, role: str) -> lake.ChangeStats | None:
         """Rows and column bounds of the batch's new rows from Delta statistics (no Spark job);
         None when the range holds a rewrite (compaction, overwrite) or the source is adapted."""
-        rng = self.range(role)
-        if rng.empty:
-            return lake.ChangeStats(rows=0, files=0)
-        return self.sources[role].change_stats(rng.first - 1, rng.last)
+        if role not in self._stats:
+            rng = self.range(role)
+            self._stats[role] = (lake.ChangeStats(rows=0, files=0) if rng.empty else
+                                 self.sources[role].change_stats(rng.first - 1, rng.last))
+        return self._stats[role]
 
     def identity(self, role: str) -> lake.TableIdentity:
         """Which table the input is at the batch's pinned version (its Delta id and rows)."""

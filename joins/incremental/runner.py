@@ -215,9 +215,9 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
         with clock.phase("write"):
             run_all(spark, [stager(operator.name, root.sub(table), table, written, bid, mode=mode,
                                     partition_by=partition_by, into=staged,
-                                    add_columns=table == OUTPUT)
-                            for table, written, mode, partition_by in writes])
-        for table, _written, _mode, _partition_by in writes:
+                                    add_columns=table == OUTPUT, properties=properties)
+                            for table, written, mode, partition_by, properties in writes])
+        for table, *_ in writes:
             hooks.at(f"before commit {table}")
             lease.check()
             with clock.phase(f"commit {table}"):
@@ -245,17 +245,20 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
     return BatchResult(bid, done=done, plan=plan, commits=commits, timings=clock.timings)
 
 
-def _writes(operator: IncrementalOperator, result: StepResult,
-            root: JoinRoot) -> list[tuple[str, Written, str, list[str]]]:
-    out: list[tuple[str, Written, str, list[str]]] = []
+def _writes(operator: IncrementalOperator, result: StepResult, root: JoinRoot
+            ) -> list[tuple[str, Written, str, list[str], dict[str, str] | None]]:
+    """(table, frame, mode, partition columns, properties if the write creates it) of each
+    table the batch writes, in commit order."""
+    out: list[tuple[str, Written, str, list[str], dict[str, str] | None]] = []
     if result.output is not None:
-        out.append((OUTPUT, published(result.output, root), "append", [EVENT_DATE]))
+        out.append((OUTPUT, published(result.output, root), "append", [EVENT_DATE], None))
     if result.quarantine is not None:
-        out.append((QUARANTINE, result.quarantine, "append", []))
+        out.append((QUARANTINE, result.quarantine, "append", [], None))
     for table in operator.state_tables:
         written = result.state.get(table.name)
         if written is not None:
-            out.append((table.name, written, table.mode, list(table.partition_by)))
+            out.append((table.name, written, table.mode, list(table.partition_by),
+                        table.properties))
     unknown = set(result.state) - {t.name for t in operator.state_tables}
     if unknown:
         raise ConfigError(f"{operator.name}: the step wrote undeclared state tables {sorted(unknown)}")

@@ -32,10 +32,11 @@ class Staged:
 
 
 def stager(app: str, path: str, table: str, written: Written, batch_id: int, *, mode: str,
-            partition_by: list[str], into: dict[str, Staged],
-            add_columns: bool = False) -> Callable[[], None]:
+            partition_by: list[str], into: dict[str, Staged], add_columns: bool = False,
+            properties: dict[str, str] | None = None) -> Callable[[], None]:
     """Stage one idempotent write, with the frame's metrics observed while Spark writes it.
-    `add_columns`: columns the table lacks are added (nullable) rather than refused."""
+    `add_columns`: columns the table lacks are added (nullable) rather than refused.
+    `properties`: the table's Delta properties, if this write creates it."""
     from pyspark.sql import Observation
 
     def stage() -> None:
@@ -54,6 +55,7 @@ def stager(app: str, path: str, table: str, written: Written, batch_id: int, *, 
                                      partition_by=partition_by or None, app_txn=txn,
                                      commit_message=f"{app}: {table} of batch {batch_id}",
                                      skip_empty=mode == "append", exclusive=True,
+                                     configuration=properties,
                                      schema_mode="merge" if add_columns else "enforce")
         metrics: dict[str, Any] = {}
         if write.answer is not None and write.answer.skipped:

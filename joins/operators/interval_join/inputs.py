@@ -70,12 +70,13 @@ def read_side(ctx: StepContext, layout: JoinLayout, side: Side, mode: OrderMode)
 
 def explicit_events(ctx: StepContext, layout: JoinLayout, marked: dict[Side, bool],
                     mode: OrderMode) -> list[WatermarkEvent]:
-    """The watermark records of the batch's inputs (one small job when an input has them)."""
+    """The watermark records of the batch's inputs (one small job when an input's statistics
+    say it may hold some)."""
     from pyspark.sql import functions as F
 
     frames = []
     for side in SIDES:
-        if not marked[side] or ctx.range(side).empty:
+        if not marked[side] or ctx.range(side).empty or not may_hold_watermarks(ctx, side):
             continue
         changes = ctx.changes(side)
         order = F.col(order_column(changes.columns)).cast("long")
@@ -100,6 +101,15 @@ def explicit_events(ctx: StepContext, layout: JoinLayout, marked: dict[Side, boo
         events.append(WatermarkEvent(row["pos"], ColumnRef(side, inverse[row["key"]]),
                                      int(row["ts"])))
     return events
+
+
+def may_hold_watermarks(ctx: StepContext, side: Side) -> bool:
+    """Whether the batch's rows of `side` may hold a watermark record: not when the Delta
+    statistics count as many nulls in its key column as rows (no job then)."""
+    stats = ctx.change_stats(side)
+    if stats is None or stats.rows is None or WM_KEY not in stats.nulls:
+        return True
+    return stats.nulls[WM_KEY] < stats.rows
 
 
 def max_seen(ctx: StepContext, layout: JoinLayout, side: Side,

@@ -100,7 +100,8 @@ class StreamTableJoinStep:
     def state_tables(self) -> tuple[StateTable, ...]:
         tables = []
         if self.spec.grace_ms is not None:
-            tables.append(StateTable(BUFFER, "overwrite"))
+            # Its event times' bounds are the UI's oldest and newest held record.
+            tables.append(StateTable(BUFFER, "overwrite", stats_columns=(self.cols.ts,)))
         if not self.spec.table.versioned:
             tables.append(StateTable(UNVERSIONED_TABLE, "append"))
         return tuple(tables)
