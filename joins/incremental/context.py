@@ -32,7 +32,8 @@ class StepContext:
     sources: Mapping[str, Source]
     clock: PhaseClock
     # change_stats per role: the versions are pinned, so one log read serves the whole step.
-    _stats: dict[str, lake.ChangeStats | None] = field(default_factory=dict, repr=False)
+    _stats: dict[str, lake.ChangeStats | None] = field(default_factory=dict, init=False,
+                                                       repr=False)
 
     @property
     def batch_id(self) -> int:
