@@ -78,6 +78,17 @@ class StepContext:
                                  self.sources[role].change_stats(rng.first - 1, rng.last))
         return self._stats[role]
 
+    def new_rows(self, *roles: str) -> int | None:
+        """How many rows the batch's versions of `roles` added together, from Delta statistics
+        (None: unknown for one of them)."""
+        total = 0
+        for role in roles:
+            stats = self.change_stats(role)
+            if stats is None or stats.rows is None:
+                return None
+            total += stats.rows
+        return total
+
     def identity(self, role: str) -> lake.TableIdentity:
         """Which table the input is at the batch's pinned version (its Delta id and rows)."""
         return self.sources[role].identity(self.range(role).last)

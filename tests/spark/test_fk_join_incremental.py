@@ -149,6 +149,19 @@ def test_a_stale_fan_out_is_discarded(spark: Any, tmp_path: Path, raw: list[Any]
         assert unguarded[-1]["value"] == [{"fk": "Z", "n": 2}, "bar2"]
 
 
+@pytest.mark.parametrize("limit", [0, 10**6], ids=["cached", "checkpointed"])
+def test_a_batch_is_the_same_whether_its_frames_are_cached_or_checkpointed(
+        spark: Any, tmp_path: Path, limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every other test's batches are small (their shared frames checkpointed); a batch above
+    # the limit caches them instead. Both sides change in one batch and the guard discards a
+    # stale response, so every shared frame is read.
+    from joins.spark import frames
+
+    monkeypatch.setattr(frames, "CHECKPOINT_MAX_ROWS", limit)
+    metrics = assert_same_as_reference(spark, tmp_path, {"join": "left", **PLAIN}, MOVE, [3])
+    assert metrics["stale_response_discarded"] == 1
+
+
 def test_partitioning_does_not_change_the_result(spark: Any, tmp_path: Path) -> None:
     """The guard decides by hash at each response's place in the batch, never by the order in
     which Spark tasks see rows: 1 or 9 shuffle partitions (adaptive execution off, so they

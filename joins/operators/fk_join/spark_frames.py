@@ -58,7 +58,7 @@ from joins.operators.fk_join.spark_sides import (
     timeline,
     update_rows,
 )
-from joins.spark.frames import checkpointed, release_checkpoint
+from joins.spark.frames import checkpointed, release_checkpoint, worth_checkpointing
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -66,13 +66,6 @@ if TYPE_CHECKING:
 
     from joins.incremental import StepContext
     from joins.operators.fk_join.spec import FkJoinSpec
-
-
-# Up to this many new rows in a batch (both sides), the frames several writes read are
-# checkpointed rather than cached: each later frame is planned from a leaf. A single-record
-# batch 0.76-0.87 s against 0.89-1.02 s cached (`004_jan_one_to_many_inner`, alternating in one
-# process); a larger batch is cached as its first write reads it, with no job of its own.
-CHECKPOINT_MAX_ROWS = 100_000
 
 
 @dataclass
@@ -98,13 +91,6 @@ class BatchFrames:
                 release_checkpoint(df)
             else:
                 df.unpersist()
-
-
-def small_batch(ctx: StepContext) -> bool:
-    """Whether the batch's new rows are known (Delta statistics) and at most CHECKPOINT_MAX_ROWS."""
-    rows = [ctx.change_stats(side) for side in ("left", "right")]
-    return all(s is not None and s.rows is not None for s in rows) and \
-        sum(s.rows for s in rows if s is not None and s.rows is not None) <= CHECKPOINT_MAX_ROWS
 
 
 def _union(parts: list[DataFrame]) -> DataFrame:
@@ -138,7 +124,8 @@ def batch_frames(ctx: StepContext, spec: FkJoinSpec, cols: FkColumns,
     absent); `types`: each side's value struct type."""
     from pyspark.sql import functions as F
 
-    frames = BatchFrames(checkpoint=small_batch(ctx))
+    # The shared frames hold rows of both sides' new rows: sized by their sum.
+    frames = BatchFrames(checkpoint=worth_checkpointing(ctx.new_rows("left", "right")))
     new_left, new_right = marked.get("left"), marked.get("right")
     left_struct = state_struct("left", types["left"], fk_type)
     left_absent = state_struct("left", types["left"], fk_type, present=False)

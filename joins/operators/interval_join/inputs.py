@@ -155,12 +155,6 @@ def derived_events(layout: JoinLayout, lag_ms: dict[Side, int | None],
     return events
 
 
-def batch_rows(ctx: StepContext, side: Side) -> int | None:
-    """The batch's new rows of `side`, from Delta's statistics (None: unknown)."""
-    stats = ctx.change_stats(side)
-    return None if stats is None else stats.rows
-
-
 def batch_range(ctx: StepContext, layout: JoinLayout,
                  side: Side) -> tuple[dict[ColumnRef, int], dict[ColumnRef, int]]:
     """Min and max of `side`'s time columns over the batch's new rows (Delta statistics; empty

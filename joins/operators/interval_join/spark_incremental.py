@@ -67,7 +67,6 @@ from joins.operators.interval_join.counts import (
 from joins.operators.interval_join.inputs import (
     OrderMode,
     batch_range,
-    batch_rows,
     derived_events,
     explicit_events,
     max_seen,
@@ -83,7 +82,7 @@ from joins.operators.interval_join.pairs import batch_pairs, lin, narrowed, old_
 from joins.operators.interval_join.report import IntervalBatchReport
 from joins.operators.interval_join.timeline import Timeline, build_timeline, carry_of, state_of
 from joins.spark.exprs import count_if
-from joins.spark.frames import checkpointed, release_checkpoint
+from joins.spark.frames import checkpointed, release_checkpoint, worth_checkpointing
 from joins.sql import SIDES, ColumnRef, Side
 
 if TYPE_CHECKING:
@@ -93,9 +92,6 @@ if TYPE_CHECKING:
 
 APP = "interval_join"
 BROADCAST_MAX_ROWS = 2_000_000
-# Up to this many new rows a side, a batch's classified rows are checkpointed (see step); at
-# 5k a side 1.57-1.64 s a batch against 1.64-1.93 s cached (warm, one process).
-CHECKPOINT_MAX_ROWS = 100_000
 
 
 @dataclass
@@ -145,13 +141,13 @@ class IntervalJoinStep:
             events += derived_events(layout, self.lag_ms, seen)
             timeline = build_timeline(plan, state_of(carry, plan), events)
         new, old = {}, {}
-        small = all((n := batch_rows(ctx, s)) is not None and n <= CHECKPOINT_MAX_ROWS for s in SIDES)
+        small = all(worth_checkpointing(ctx.new_rows(s)) for s in SIDES)
         for side in SIDES:
             evict = evict_index(layout, side, timeline)
             # Read by the count, pairs, padded rows and buffer: materialized once. A batch of
-            # up to CHECKPOINT_MAX_ROWS a side is checkpointed, so the dozens of frames built on
-            # it start from a leaf and Spark's analysis of each stays small; a larger one is
-            # cached as the count reads it (no extra pass over its rows).
+            # up to CHECKPOINT_MAX_ROWS a side (joins/spark/frames.py) is checkpointed, so the
+            # dozens of frames built on it start from a leaf and Spark's analysis of each stays
+            # small; a larger one is cached as the count reads it (no extra pass over its rows).
             classified = classify(raw[side], layout, side, timeline).withColumn(
                 EVICT, F.when(F.col(CLASS) == BUFFERED, evict))
             with ctx.phase("classify"):
