@@ -27,6 +27,7 @@ and `--warmup` runs of the timed form. The headline is ours ÷ DuckDB binned.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from dataclasses import asdict
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 
 RESULTS = Path(__file__).resolve().parent / "results" / "interval_join.json"
 ENGINES = ("duckdb_binned", "duckdb_plain", "polars_binned", "spark_binned", "spark_plain", "ours")
-SPARK_ENGINES = ("spark_binned", "spark_plain", "ours")
 BOUND_MS = 300_000
 WIDTH_MS = 2 * BOUND_MS
 CONDITION = f"r.ts BETWEEN l.ts - {BOUND_MS} AND l.ts + {BOUND_MS} AND l.key = r.key"
@@ -176,7 +176,7 @@ def spark_binned(spark: SparkSession, root: Path, how: str) -> DataFrame:
     return left.join(right, on, how).selectExpr(*OUTPUT.split(", "))
 
 
-def ours(spark: SparkSession, root: Path, how: str) -> DataFrame:
+def ours(spark: SparkSession, root: Path, how: str, bin_ms: int | None = None) -> DataFrame:
     from joins.operators.interval_join.spark_batch import interval_join
     from joins.operators.interval_join.spec import IntervalJoinSpec
 
@@ -184,7 +184,20 @@ def ours(spark: SparkSession, root: Path, how: str) -> DataFrame:
     spec = IntervalJoinSpec.model_validate({
         "join": how, "condition": CONDITION, "left_columns": ["id", "key", "ts", "amount"],
         "right_columns": ["id", "key", "ts", "qty"]})
-    return interval_join(left, right, spec, left_id="id", right_id="id").rows
+    return interval_join(left, right, spec, left_id="id", right_id="id", bin_ms=bin_ms).rows
+
+
+def with_bin_widths(engines: list[str], widths: list[int]) -> list[str]:
+    """`ours` again per width in `widths` (the time bins' width, ms), as engine `ours_bin<s>s`:
+    how the bin width moves the join on each distribution, in one run with the peers."""
+    extra = []
+    for width in widths:
+        name = f"ours_bin{width // 1000}s"
+        BUILDERS[name] = functools.partial(ours, bin_ms=width)
+        IDS[name] = IDS["ours"]
+        extra.append(name)
+    at = engines.index("ours") + 1 if "ours" in engines else len(engines)
+    return [*engines[:at], *extra, *engines[at:]]
 
 
 BUILDERS: dict[str, Callable[[SparkSession, Path, str], DataFrame]] = {
@@ -233,9 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jvm-warmup-rows", default="100k")
     parser.add_argument("--timeout", type=float, default=300.0, help="per run, seconds")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
+    parser.add_argument("--bin-ms", default="",
+                        help="also run ours with these bin widths (ms, comma-separated); "
+                             "default: the join's own (the window's width)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    engines = [e for e in args.engines.split(",") if e]
+    engines = with_bin_widths([e for e in args.engines.split(",") if e],
+                              [int(w) for w in args.bin_ms.split(",") if w])
     hows = [h for h in args.hows.split(",") if h]
     if set(hows) - {"inner", "left"}:
         # The binned peers replicate each right row into every bin its window reaches; an outer
@@ -243,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--hows: inner and left only (got {args.hows}): the binned peers' right "
                      f"and full joins pad a right row once per bin its window reaches")
     spark = None
-    spark_engines = [e for e in engines if e in SPARK_ENGINES]
+    spark_engines = [e for e in engines if e in BUILDERS]
     if spark_engines:
         from joins.spark import SparkSettings, get_spark
 
