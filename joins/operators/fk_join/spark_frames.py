@@ -124,7 +124,7 @@ def batch_frames(ctx: StepContext, spec: FkJoinSpec, cols: FkColumns,
     absent); `types`: each side's value struct type."""
     from pyspark.sql import functions as F
 
-    # The shared frames hold rows of both sides' new rows: sized by their sum.
+    # The shared frames hold both sides' new rows: sized by their sum.
     frames = BatchFrames(checkpoint=worth_checkpointing(ctx.new_rows("left", "right")))
     new_left, new_right = marked.get("left"), marked.get("right")
     left_struct = state_struct("left", types["left"], fk_type)
