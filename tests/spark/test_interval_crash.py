@@ -8,18 +8,15 @@ The commit points are discovered, not listed: a clean run of the batch under tes
 
 from __future__ import annotations
 
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from joins import lake
-from joins.incremental import BatchLog
 from joins.operators.interval_join.spark_replay import ReplayLake
+from tests.spark import crash
+from tests.spark.crash import Prepared
 from tests.spark.test_interval_incremental import records_of, spec_of
-from tests.spark.test_stream_table_crash import InjectedCrash, counting
 
 pytestmark = pytest.mark.spark
 
@@ -47,60 +44,23 @@ SPEC = dict(condition="l.t BETWEEN r.t - 2 AND r.t + 2 AND l.k = r.k", join="ful
 
 
 def snapshot(replay: ReplayLake) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in TABLES:
-        path = f"{replay.join_root}/{name}"
-        if lake.table_exists(path):
-            out[name] = sorted(tuple(str(v) for v in row)
-                               for row in lake.read_delta(replay.spark, path).collect())
-    done = BatchLog(f"{replay.join_root}/checkpoints", "interval_join").tail().last_done
-    assert done is not None
-    report = {k: v for k, v in done.report.items() if k not in ("commits", "timings")}
-    out["done"] = repr((done.batch_id, sorted(done.consumed.items()), done.carry,
-                        sorted(report.items())))
-    return out
-
-
-@dataclass
-class Prepared:
-    spark: Any
-    base: Path
-    clean: dict[str, Any]
-    writes: list[str]
-
-    def copy(self, dst: Path) -> ReplayLake:
-        shutil.copytree(self.base, dst)
-        spec = spec_of(**SPEC)
-        return ReplayLake(self.spark, spec, str(dst), records_of(FIRST + SECOND), create=False)
+    """Every row of the join's tables and the last done record, without commit versions and
+    timings."""
+    tables = {name: f"{replay.join_root}/{name}" for name in TABLES}
+    return crash.lake_state(replay.spark, tables, f"{replay.join_root}/checkpoints",
+                            "interval_join", report_without=("commits", "timings"))
 
 
 @pytest.fixture(scope="module")
 def prepared(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Prepared:
     tmp = tmp_path_factory.mktemp("interval-crash")
-    records = records_of(FIRST + SECOND)
-    replay = ReplayLake(spark, spec_of(**SPEC), str(tmp / "base"), records)
-    replay.land(records[:len(FIRST)])
-    replay.run()
-    replay.land(records[len(FIRST):])
-    result = Prepared(spark, tmp / "base", {}, [])
-    clean = result.copy(tmp / "clean")
-    with pytest.MonkeyPatch.context() as mp:
-        counting(mp, lambda _i, name: result.writes.append(name))
-        report = clean.run()
+    records, spec = records_of(FIRST + SECOND), spec_of(**SPEC)
+    prepared, report = crash.prepare_lake(
+        tmp, lambda root, create: ReplayLake(spark, spec, str(root), records, create=create),
+        records[:len(FIRST)], records[len(FIRST):], snapshot)
     assert report.rows_out > 0 and report.null_padded == {"left": 1, "right": 1}
     assert report.late_quarantined == {"left": 1, "right": 0}
-    result.clean = snapshot(clean)
-    return result
-
-
-def crash_and_rerun(prepared: Prepared, dst: Path, index: int, when: str) -> dict[str, Any]:
-    replay = prepared.copy(dst)
-    with pytest.MonkeyPatch.context() as mp:
-        counting(mp, lambda i, _name: when if i == index else None)
-        with pytest.raises(InjectedCrash):
-            replay.run()
-    replay.run()
-    return snapshot(replay)
+    return prepared
 
 
 def test_the_batch_commits_every_table(prepared: Prepared) -> None:
@@ -111,13 +71,9 @@ def test_the_batch_commits_every_table(prepared: Prepared) -> None:
 @pytest.mark.slow
 def test_crash_at_every_commit_point_then_rerun(prepared: Prepared, tmp_path: Path,
                                                 subtests: Any) -> None:
-    for index, name in enumerate(prepared.writes):
-        for when in ("before", "after"):
-            with subtests.test(msg=f"crash {when} write {index} ({name})"):
-                state = crash_and_rerun(prepared, tmp_path / f"{index}-{when}", index, when)
-                assert state == prepared.clean
+    crash.crash_at_every_commit_point(prepared, tmp_path, subtests)
 
 
 def test_crash_after_output_commit_then_rerun(prepared: Prepared, tmp_path: Path) -> None:
     index = prepared.writes.index("output")
-    assert crash_and_rerun(prepared, tmp_path / "out", index, "after") == prepared.clean
+    assert crash.crash_and_rerun(prepared, tmp_path / "out", index, "after") == prepared.clean

@@ -10,24 +10,19 @@ run), so every case crashes the same batch.
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from joins import lake
-from joins.incremental import BatchLog, BatchStateError
+from joins.incremental import BatchStateError
 from joins.operators.stream_table_join.spark_replay import ReplayLake
+from tests.spark import crash
+from tests.spark.crash import Prepared
 from tests.spark.test_stream_table_incremental import records_of, spec_of
 
 pytestmark = pytest.mark.spark
-
-
-class InjectedCrash(RuntimeError):
-    """The process 'dies' at a commit point."""
 
 
 @dataclass(frozen=True)
@@ -62,55 +57,11 @@ CASES = {
 
 
 def snapshot(replay: ReplayLake) -> dict[str, Any]:
-    """Everything a batch leaves behind, as comparable values: every row of the join's tables
-    (all columns, lineage included) and the last batch's report (without commit versions,
-    which a re-run that skips a landed write cannot know)."""
-    spark = replay.spark
-    out: dict[str, Any] = {}
-    for name in ("output", "quarantine", "buffer", "unversioned_table"):
-        path = getattr(replay.paths, name)
-        if lake.table_exists(path):
-            out[name] = sorted(tuple(str(v) for v in row) for row in lake.read_delta(spark, path).collect())
-    done = BatchLog(replay.paths.checkpoints, "stream_table_join").tail().last_done
-    assert done is not None
-    report = {k: v for k, v in done.report.items() if k != "commits"}
-    out["done"] = (done.batch_id, sorted(done.consumed.items()), sorted(done.carry.items()),
-                   sorted(report.items(), key=lambda kv: kv[0]).__repr__())
-    return out
-
-
-@dataclass
-class Prepared:
-    spark: Any
-    spec: Any
-    base: Path
-    clean: dict[str, Any]
-    writes: list[str]  # target table of each write_delta call of the batch, in order
-
-    def copy(self, dst: Path) -> ReplayLake:
-        shutil.copytree(self.base, dst)
-        return ReplayLake(self.spark, self.spec, str(dst), create=False)
-
-
-def counting(monkeypatch: pytest.MonkeyPatch, on_call: Callable[[int, str], str | None]) -> None:
-    """Route every write_delta through `on_call(index, table name)`, which may say 'before' or
-    'after' to crash there."""
-    real = lake.write_delta
-    calls = {"n": 0}
-
-    def wrapper(df: Any, path: Any, **kwargs: Any) -> Any:
-        index = calls["n"]
-        calls["n"] += 1
-        name = Path(str(path)).name
-        when = on_call(index, name)
-        if when == "before":
-            raise InjectedCrash(f"crash before write {index} ({name})")
-        info = real(df, path, **kwargs)
-        if when == "after":
-            raise InjectedCrash(f"crash after write {index} ({name})")
-        return info
-
-    monkeypatch.setattr(lake, "write_delta", wrapper)
+    """Every row of the join's tables and the last batch's report, without commit versions."""
+    tables = {name: getattr(replay.paths, name)
+              for name in ("output", "quarantine", "buffer", "unversioned_table")}
+    return crash.lake_state(replay.spark, tables, replay.paths.checkpoints, "stream_table_join",
+                            report_without=("commits",))
 
 
 def prepare(spark: Any, tmp: Path, case: CrashCase) -> Prepared:
@@ -120,13 +71,9 @@ def prepare(spark: Any, tmp: Path, case: CrashCase) -> Prepared:
     replay.land(records_of(case.first), 1)
     replay.run()
     replay.land(records_of(case.second, start=len(case.first)), 2)
-    prepared = Prepared(spark, spec, base, {}, [])
-    clean = prepared.copy(tmp / "clean")
-    with pytest.MonkeyPatch.context() as mp:
-        counting(mp, lambda _i, name: prepared.writes.append(name))
-        report = clean.run()
+    prepared, report = crash.run_clean(
+        base, lambda dst: ReplayLake(spark, spec, str(dst), create=False), snapshot)
     assert not report.skipped and report.rows_out > 0
-    prepared.clean = snapshot(clean)
     return prepared
 
 
@@ -134,16 +81,6 @@ def prepare(spark: Any, tmp: Path, case: CrashCase) -> Prepared:
 def prepared(request: pytest.FixtureRequest, spark: Any,
              tmp_path_factory: pytest.TempPathFactory) -> Prepared:
     return prepare(spark, tmp_path_factory.mktemp(f"crash-{request.param}"), CASES[request.param])
-
-
-def crash_and_rerun(prepared: Prepared, dst: Path, index: int, when: str) -> dict[str, Any]:
-    replay = prepared.copy(dst)
-    with pytest.MonkeyPatch.context() as mp:
-        counting(mp, lambda i, _name: when if i == index else None)
-        with pytest.raises(InjectedCrash):
-            replay.run()
-    replay.run()  # the re-run after the crash: finishes (or finds finished) the same batch
-    return snapshot(replay)
 
 
 def test_commit_points_are_the_expected_tables(prepared: Prepared) -> None:
@@ -156,25 +93,21 @@ def test_commit_points_are_the_expected_tables(prepared: Prepared) -> None:
 @pytest.mark.slow
 def test_crash_at_every_commit_point_then_rerun(prepared: Prepared, tmp_path: Path,
                                                 subtests: Any) -> None:
-    for index, name in enumerate(prepared.writes):
-        for when in ("before", "after"):
-            with subtests.test(msg=f"crash {when} write {index} ({name})"):
-                state = crash_and_rerun(prepared, tmp_path / f"{index}-{when}", index, when)
-                assert state == prepared.clean
+    crash.crash_at_every_commit_point(prepared, tmp_path, subtests)
 
 
 def test_crash_after_output_commit_then_rerun(prepared: Prepared, tmp_path: Path) -> None:
     """The sharpest point: the output landed, the state did not. The re-run must not write
     the output again (duplicate) nor forget the rest (gap)."""
     index = prepared.writes.index("output")
-    assert crash_and_rerun(prepared, tmp_path / "out", index, "after") == prepared.clean
+    assert crash.crash_and_rerun(prepared, tmp_path / "out", index, "after") == prepared.clean
 
 
 def test_a_half_committed_batch_blocks_other_batch_ids(prepared: Prepared, tmp_path: Path) -> None:
     replay = prepared.copy(tmp_path / "blocked")
     with pytest.MonkeyPatch.context() as mp:
-        counting(mp, lambda i, _name: "after" if i == 0 else None)  # plan written, nothing else
-        with pytest.raises(InjectedCrash):
+        crash.counting(mp, lambda i, _name: "after" if i == 0 else None)  # plan written, nothing else
+        with pytest.raises(crash.InjectedCrash):
             replay.run()
     with pytest.raises(BatchStateError, match="planned but not completed"):
         replay.run(batch_id=7)

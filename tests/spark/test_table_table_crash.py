@@ -10,17 +10,15 @@ copy of the same lake (sources landed, one batch already run).
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from joins import lake
-from joins.incremental import BatchLog
 from joins.operators.table_table_join.spark_replay import ReplayLake
-from tests.spark.test_stream_table_crash import InjectedCrash, counting
+from tests.spark import crash
+from tests.spark.crash import Prepared
 from tests.spark.test_table_table_incremental import records_of, spec_of, versioned
 
 pytestmark = pytest.mark.spark
@@ -56,32 +54,10 @@ CASES = {
 
 
 def snapshot(replay: ReplayLake) -> dict[str, Any]:
-    """Every row of the join's tables (all columns, lineage included) and the last done record
-    (without commit versions, which a re-run that skips a landed write cannot know)."""
-    out: dict[str, Any] = {}
-    for name in ("output", "quarantine", "current"):
-        path = f"{replay.join_root}/{name}"
-        if lake.table_exists(path):
-            out[name] = sorted(tuple(str(v) for v in row)
-                               for row in lake.read_delta(replay.spark, path).collect())
-    done = BatchLog(f"{replay.join_root}/checkpoints", "table_table_join").tail().last_done
-    assert done is not None
-    out["done"] = (done.batch_id, sorted(done.consumed.items()), sorted(done.carry.items()),
-                   repr(sorted(done.report.items())))
-    return out
-
-
-@dataclass
-class Prepared:
-    spark: Any
-    spec: Any
-    base: Path
-    clean: dict[str, Any]
-    writes: list[str]
-
-    def copy(self, dst: Path) -> ReplayLake:
-        shutil.copytree(self.base, dst)
-        return ReplayLake(self.spark, self.spec, str(dst), create=False, quarantine_expired=True)
+    """Every row of the join's tables and the last done record."""
+    tables = {name: f"{replay.join_root}/{name}" for name in ("output", "quarantine", "current")}
+    return crash.lake_state(replay.spark, tables, f"{replay.join_root}/checkpoints",
+                            "table_table_join")
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
@@ -90,29 +66,12 @@ def prepared(request: pytest.FixtureRequest, spark: Any,
     case = CASES[request.param]
     tmp = tmp_path_factory.mktemp(f"ttj-crash-{request.param}")
     spec = spec_of(case.config)
-    base = tmp / "base"
-    replay = ReplayLake(spark, spec, str(base), quarantine_expired=True)
-    replay.land(records_of(case.first))
-    replay.run()
-    replay.land(records_of(case.second, start=len(case.first)))
-    prepared = Prepared(spark, spec, base, {}, [])
-    clean = prepared.copy(tmp / "clean")
-    with pytest.MonkeyPatch.context() as mp:
-        counting(mp, lambda _i, name: prepared.writes.append(name))
-        report = clean.run()
+    prepared, report = crash.prepare_lake(
+        tmp, lambda root, create: ReplayLake(spark, spec, str(root), create=create,
+                                             quarantine_expired=True),
+        records_of(case.first), records_of(case.second, start=len(case.first)), snapshot)
     assert not report.skipped and report.rows_out > 0
-    prepared.clean = snapshot(clean)
     return prepared
-
-
-def crash_and_rerun(prepared: Prepared, dst: Path, index: int, when: str) -> dict[str, Any]:
-    replay = prepared.copy(dst)
-    with pytest.MonkeyPatch.context() as mp:
-        counting(mp, lambda i, _name: when if i == index else None)
-        with pytest.raises(InjectedCrash):
-            replay.run()
-    replay.run()
-    return snapshot(replay)
 
 
 def test_commit_points(prepared: Prepared) -> None:
@@ -125,8 +84,4 @@ def test_commit_points(prepared: Prepared) -> None:
 @pytest.mark.slow
 def test_crash_at_every_commit_point_then_rerun(prepared: Prepared, tmp_path: Path,
                                                 subtests: Any) -> None:
-    for index, name in enumerate(prepared.writes):
-        for when in ("before", "after"):
-            with subtests.test(msg=f"crash {when} write {index} ({name})"):
-                assert crash_and_rerun(prepared, tmp_path / f"{index}-{when}", index, when) \
-                    == prepared.clean
+    crash.crash_at_every_commit_point(prepared, tmp_path, subtests)
