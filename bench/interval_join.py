@@ -21,7 +21,10 @@ and `--warmup` runs of the timed form. The headline is ours ÷ DuckDB binned.
   a filter after the join on (key, bin); a left join adds the left rows with no pair, padded);
 - `spark_binned`: the same binned join written by hand in plain PySpark (a peer);
 - `spark_plain`: Spark's equi-join on the key plus the range filter;
-- `ours`: `joins.operators.interval_join.spark_batch.interval_join` (keys plus time bins).
+- `ours`: `joins.operators.interval_join.spark_batch.interval_join` (keys plus time bins), its
+  rows as they come (the peers' columns plus lineage `_l_seq`, `_r_seq` and `_kind`);
+- `ours_projected`: the same, with only the peers' eight columns selected;
+- `--bin-ms W,...`: ours again with time bins of width W ms (`ours_bin<W/1000>s`).
 """
 
 from __future__ import annotations
