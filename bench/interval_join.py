@@ -264,8 +264,10 @@ def main(argv: list[str] | None = None) -> int:
                              "default: the join's own (the window's width)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    engines = with_bin_widths([e for e in args.engines.split(",") if e],
-                              [int(w) for w in args.bin_ms.split(",") if w])
+    widths = [w.strip() for w in args.bin_ms.split(",") if w.strip()]
+    if not all(w.isdigit() and int(w) > 0 for w in widths):
+        parser.error(f"--bin-ms: positive widths in milliseconds, comma-separated (got {args.bin_ms!r})")
+    engines = with_bin_widths([e for e in args.engines.split(",") if e], [int(w) for w in widths])
     hows = [h for h in args.hows.split(",") if h]
     if set(hows) - {"inner", "left"}:
         # The binned peers replicate each right row into every bin its window reaches; an outer
