@@ -267,7 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     widths = [w.strip() for w in args.bin_ms.split(",") if w.strip()]
     if not all(w.isdigit() and int(w) > 0 for w in widths):
         parser.error(f"--bin-ms: positive widths in milliseconds, comma-separated (got {args.bin_ms!r})")
-    engines = with_bin_widths([e for e in args.engines.split(",") if e], [int(w) for w in widths])
+    engines = [e for e in args.engines.split(",") if e]
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown:
+        parser.error(f"--engines: unknown {', '.join(unknown)} (known: {', '.join(ENGINES)})")
+    engines = with_bin_widths(engines, [int(w) for w in widths])
     hows = [h for h in args.hows.split(",") if h]
     if set(hows) - {"inner", "left"}:
         # The binned peers replicate each right row into every bin its window reaches; an outer
