@@ -43,6 +43,10 @@ class _Cached:
             names[name] = value
         return value
 
+    def remember(self, name: str, value: Any) -> None:
+        """Answer `name` with `value` from now on (a wrapper of what py4j answers)."""
+        self._names[name] = value
+
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(self._target, name, value)
 

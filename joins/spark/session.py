@@ -198,10 +198,15 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
             builder = builder.config(key, value)
         session = builder.getOrCreate()
         if settings.remote is None:
+            from pyspark import SparkContext
+
             from joins.spark.names import cache_jvm_names
+            from joins.spark.py4j_calls import install_chunked_lists, keep_columns_by_name
 
             session.sparkContext.setLogLevel("ERROR")
             cache_jvm_names(session)
+            install_chunked_lists()
+            keep_columns_by_name(SparkContext._jvm)
         _session, _settings = session, settings
         return session
 

@@ -1,5 +1,6 @@
 """What the shared session does beyond Spark's defaults, checked on the session itself: JVM
-class names resolved once (joins/spark/names.py), frames cut into at most the configured
+class names resolved once (joins/spark/names.py), lists sent ten elements a round trip and
+columns by name kept (joins/spark/py4j_calls.py), frames cut into at most the configured
 number of tasks before a write or a checkpoint (joins/spark/frames.py), and the local file
 system without a shell (temporaljoins.LocalFileSystem, joins/spark/session.py)."""
 
@@ -30,6 +31,61 @@ def test_classes_resolve_once_and_everything_else_as_before(spark: Any) -> None:
     assert spark._jvm is jvm
     df = spark.range(3).select(F.col("id"), (F.col("id") + F.lit(1)).alias("next"))
     assert [tuple(r) for r in df.orderBy("id").collect()] == [(0, 1), (1, 2), (2, 3)]
+
+
+@pytest.fixture
+def round_trips(spark: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The py4j commands this thread sends from now on."""
+    client = type(SparkContext._gateway._gateway_client)
+    sent: list[str] = []
+    real = client.send_command
+
+    def counting(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(command)
+        return real(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(client, "send_command", counting)
+    return sent
+
+
+LISTS = [[], [7], ["a", "b"], list(range(25)), tuple(range(11)), [None, "x", None],
+         [True, 2, "s", 1.5, 2**40], [[1, 2], [3], []], [b"ab", b"cd"], {"k", "v"}]
+
+
+@pytest.mark.parametrize("items", LISTS, ids=lambda v: f"{type(v).__name__}{len(v)}")
+def test_a_python_list_reaches_the_jvm_whole_and_in_order(spark: Any, items: Any) -> None:
+    java = SparkContext._jvm.java.util.ArrayList(items)   # the argument goes through the converter
+
+    def back(v: Any) -> Any:
+        if isinstance(v, bytearray):
+            return bytes(v)
+        return [back(x) for x in v] if hasattr(v, "size") else v
+
+    got = back(java)
+    if isinstance(items, set):
+        assert sorted(got) == sorted(items)
+    else:
+        assert got == list(items)
+
+
+def test_a_list_of_25_columns_takes_7_round_trips_not_27(spark: Any,
+                                                         round_trips: list[str]) -> None:
+    jvm = SparkContext._jvm
+    columns = [jvm.functions.col(f"c{i}") for i in range(25)]
+    round_trips.clear()
+    seq = jvm.PythonUtils.toSeq(columns)
+    assert len(round_trips) == 7, round_trips
+    assert seq.size() == 25 and seq.apply(24).toString() == "c24"
+
+
+def test_a_column_by_name_is_asked_of_the_jvm_once(spark: Any, round_trips: list[str]) -> None:
+    first = F.col("a_name_seen_once")
+    asked = len(round_trips)
+    again = F.col("a_name_seen_once")
+    assert len(round_trips) == asked                       # no round trip the second time
+    assert again._jc._target_id == first._jc._target_id
+    df = spark.range(2).select(F.col("id").alias("a_name_seen_once"))
+    assert [r[0] for r in df.select(first, again.alias("b")).where(first > 0).collect()] == [1]
 
 
 def test_a_union_of_many_branches_is_written_in_at_most_the_configured_tasks(
