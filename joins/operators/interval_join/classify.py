@@ -17,6 +17,7 @@ A row at position p lies in segment s (the number of watermark records before it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from joins.errors import ConfigError
@@ -74,46 +75,78 @@ def watched_columns(layout: JoinLayout, side: Side, timeline: Timeline) -> list[
     return columns
 
 
-def classify(rows: DataFrame, layout: JoinLayout, side: Side, timeline: Timeline) -> DataFrame:
-    """`rows` (output names, POS) with SEG, CLASS and WHY (the quarantine reason, if any)."""
+@dataclass
+class Checks:
+    """A side's checks in the reference's order, as Spark columns over classified rows.
+
+    invalid, late: (condition, its quarantine reason) per watched column; the reasons are built
+    only when asked (`reasons=True`): analysing their text costs more than a small batch's
+    classification, and only a batch that quarantines reads them. oob: one condition per bounded
+    column."""
+
+    invalid: list[tuple[Column, Column | None]]
+    late: list[tuple[Column, Column | None]]
+    oob: list[Column]
+
+
+def checks(layout: JoinLayout, side: Side, timeline: Timeline, *, reasons: bool) -> Checks:
     from pyspark.sql import functions as F
 
     schema = layout.spec.plan.schema
-    frame = rows.withColumn(SEG, segment_of(timeline.positions))
     watched = watched_columns(layout, side, timeline)
     bounded = set(layout.bounded_columns(side))
     time_cols = set(layout.time_columns(side))
-    invalid, late, oob = [], [], []
+    out = Checks([], [], [])
     for ref in watched:
         col = F.col(layout.ref(ref))
         received_sql = per_segment_sql([seg.received.get(ref) for seg in timeline.segments])
         received = F.expr(received_sql)
         need = F.lit(True) if ref in time_cols else received.isNotNull()
         name = schema.watermark_name(ref)
-        invalid.append((col.isNull() & need,
-                        F.lit(f"missing time column {name}: every {side} row needs an integer "
-                              f"(milliseconds) there")))
-        late.append((col < received, late_reason_column(side, name, ident(layout.ref(ref)),
-                                                        received_sql)))
+        out.invalid.append((col.isNull() & need, F.lit(
+            f"missing time column {name}: every {side} row needs an integer (milliseconds) "
+            "there") if reasons else None))
+        out.late.append((col < received, late_reason_column(
+            side, name, ident(layout.ref(ref)), received_sql) if reasons else None))
         if ref in bounded:
-            oob.append(col < per_segment([seg.floors.get(ref) for seg in timeline.segments]))
+            out.oob.append(col < per_segment([seg.floors.get(ref) for seg in timeline.segments]))
+    return out
+
+
+def classify(rows: DataFrame, layout: JoinLayout, side: Side, timeline: Timeline) -> DataFrame:
+    """`rows` (output names, POS) with SEG and CLASS."""
+    from pyspark.sql import functions as F
+
+    frame = rows.withColumn(SEG, segment_of(timeline.positions))
+    found = checks(layout, side, timeline, reasons=False)
     flt = layout.filter(side)
     klass = F.lit(BUFFERED)
-    why = F.lit(None).cast("string")
     is_oob = F.lit(False)
-    for cond in oob:
+    for cond in found.oob:
         is_oob = is_oob | F.coalesce(cond, F.lit(False))
     klass = F.when(is_oob, F.lit(OOB)).otherwise(klass)
     if flt is not None:
         klass = F.when(~F.coalesce(flt, F.lit(False)), F.lit(FILTERED)).otherwise(klass)
-    for cond, reason in reversed(late):
-        hit = F.coalesce(cond, F.lit(False))
-        klass = F.when(hit, F.lit(LATE)).otherwise(klass)
-        why = F.when(hit, reason).otherwise(why)
-    for cond, reason in reversed(invalid):
+    for cond, _ in reversed(found.late):
+        klass = F.when(F.coalesce(cond, F.lit(False)), F.lit(LATE)).otherwise(klass)
+    for cond, _ in reversed(found.invalid):
         klass = F.when(cond, F.lit(INVALID)).otherwise(klass)
+    return frame.withColumn(CLASS, klass)
+
+
+def with_reasons(classified: DataFrame, layout: JoinLayout, side: Side,
+                 timeline: Timeline) -> DataFrame:
+    """`classify`'s rows with WHY: the quarantine reason of an invalid or late row (the first
+    check it fails, in the order `classify` applies them), null for the others."""
+    from pyspark.sql import functions as F
+
+    found = checks(layout, side, timeline, reasons=True)
+    why = F.lit(None).cast("string")
+    for cond, reason in reversed(found.late):
+        why = F.when(F.coalesce(cond, F.lit(False)), reason).otherwise(why)
+    for cond, reason in reversed(found.invalid):
         why = F.when(cond, reason).otherwise(why)
-    return frame.withColumn(CLASS, klass).withColumn(WHY, why)
+    return classified.withColumn(WHY, why)
 
 
 def evict_index(layout: JoinLayout, side: Side, timeline: Timeline) -> Column:

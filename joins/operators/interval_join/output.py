@@ -12,7 +12,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from joins.operators.interval_join.classify import BATCH, CLASS, EVICT, FILTERED, OOB, POS, SEG, USED0, WHY
+from joins.operators.interval_join.classify import (
+    BATCH,
+    CLASS,
+    EVICT,
+    FILTERED,
+    OOB,
+    POS,
+    SEG,
+    USED0,
+    WHY,
+    with_reasons,
+)
 from joins.operators.interval_join.columns import (
     BATCH_ID,
     EVENT_DATE,
@@ -66,7 +77,7 @@ def padded(rows: DataFrame, side: Side, *, emit_pos: Column, phase: Column, orde
 
     zero = F.lit(0).cast("long")
     return rows.select(
-        *[c for c in rows.columns if c not in (SEQ, BATCH, POS, SEG, EVICT, CLASS, USED0, WHY)],
+        *[c for c in rows.columns if c not in (SEQ, BATCH, POS, SEG, EVICT, CLASS, USED0)],
         F.col(SEQ).alias(SIDE_SEQ[side]), F.lit(side).alias(KIND), emit_pos.alias(EMIT_POS),
         phase.alias(EMIT_PHASE), (F.col(BATCH) if order else zero).alias(ORDER_BATCH),
         (F.col(POS) if order else zero).alias(ORDER_POS), (F.col(SEQ) if order else zero).alias(ORDER_SEQ),
@@ -174,15 +185,16 @@ def identity() -> Column:
                       F.col(WM_KEY), F.col(WM_TS))
 
 
-def quarantine_rows(layout: JoinLayout, new: dict[Side, DataFrame], batch_id: int,
-                    late: bool) -> DataFrame:
+def quarantine_rows(layout: JoinLayout, timeline: Timeline, new: dict[Side, DataFrame],
+                    batch_id: int, late: bool) -> DataFrame:
     """Invalid rows, and late rows under `late: quarantine`, with the reason."""
     from pyspark.sql import functions as F
 
     classes = ["invalid", "late"] if late else ["invalid"]
     parts = []
     for side in SIDES:
-        rows = new[side].where(F.col(CLASS).isin(*classes))
+        rows = with_reasons(new[side].where(F.col(CLASS).isin(*classes)), layout, side,
+                            timeline)
         parts.append(rows.select(*layout.sides[side].output_names(),
                                  F.col(SEQ).alias(SIDE_SEQ[side]), F.lit(side).alias("side"),
                                  F.col(CLASS).alias("kind"), F.col(WHY).alias(REASON),

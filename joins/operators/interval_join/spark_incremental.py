@@ -183,7 +183,7 @@ class IntervalJoinStep:
         quarantine = None
         late_q = self.spec.late == "quarantine"
         if any(counts.of(s, INVALID) or (late_q and counts.of(s, LATE)) for s in SIDES):
-            quarantine = Written(quarantine_rows(layout, new, ctx.batch_id, late_q))
+            quarantine = Written(quarantine_rows(layout, timeline, new, ctx.batch_id, late_q))
         state = self._state_writes(ctx, new, pairs, matched, old, counts)
         def release() -> None:
             for frame in new.values():
