@@ -67,6 +67,14 @@ def lake_state(spark: Any, tables: dict[str, str], log: str, app: str, *,
     return out
 
 
+def join_state(replay: Any, tables: Iterable[str], app: str, *,
+               report_without: Iterable[str] = ()) -> dict[str, Any]:
+    """`lake_state` of a replay whose tables and batch log lie under `replay.join_root`."""
+    root = replay.join_root
+    return lake_state(replay.spark, {name: f"{root}/{name}" for name in tables},
+                      f"{root}/checkpoints", app, report_without=report_without)
+
+
 @dataclass
 class Prepared:
     """A lake whose next batch is the one under test, and what a clean run of it left.

@@ -59,8 +59,7 @@ CASES = {
 
 def snapshot(replay: ReplayLake) -> dict[str, Any]:
     """Every row of the join's tables and the last done record."""
-    tables = {name: f"{replay.join_root}/{name}" for name in TABLES}
-    return crash.lake_state(replay.spark, tables, f"{replay.join_root}/checkpoints", "fk_join")
+    return crash.join_state(replay, TABLES, "fk_join")
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))

@@ -46,9 +46,8 @@ SPEC = dict(condition="l.t BETWEEN r.t - 2 AND r.t + 2 AND l.k = r.k", join="ful
 def snapshot(replay: ReplayLake) -> dict[str, Any]:
     """Every row of the join's tables and the last done record, without commit versions and
     timings."""
-    tables = {name: f"{replay.join_root}/{name}" for name in TABLES}
-    return crash.lake_state(replay.spark, tables, f"{replay.join_root}/checkpoints",
-                            "interval_join", report_without=("commits", "timings"))
+    return crash.join_state(replay, TABLES, "interval_join",
+                            report_without=("commits", "timings"))
 
 
 @pytest.fixture(scope="module")

@@ -55,9 +55,7 @@ CASES = {
 
 def snapshot(replay: ReplayLake) -> dict[str, Any]:
     """Every row of the join's tables and the last done record."""
-    tables = {name: f"{replay.join_root}/{name}" for name in ("output", "quarantine", "current")}
-    return crash.lake_state(replay.spark, tables, f"{replay.join_root}/checkpoints",
-                            "table_table_join")
+    return crash.join_state(replay, ("output", "quarantine", "current"), "table_table_join")
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
