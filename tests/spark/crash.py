@@ -1,9 +1,10 @@
 """Crash injection shared by every operator's exactly-once tests (tests/spark/test_*_crash.py).
 
 A clean run of the batch under test records its `write_delta` calls (the commit points, each
-named by its target table); a crash is then injected before and after each of them in turn,
-each case on a copy of the same prepared lake (sources landed, earlier batches run), and the
-re-run must leave every table exactly as the clean run did: no duplicate, no gap.
+named by its target table); a crash is then injected in every gap between two of them (before
+and after each, once per gap: `crash_points`), each case on a copy of the same prepared lake
+(sources landed, earlier batches run), and the re-run must leave every table exactly as the
+clean run did: no duplicate, no gap.
 """
 
 from __future__ import annotations
@@ -18,17 +19,17 @@ import pytest
 
 from joins import lake
 from joins.incremental import BatchLog
-
-WHEN = ("before", "after")
+from joins.incremental.contract import CHECKPOINTS
 
 
 class InjectedCrash(RuntimeError):
     """The process 'dies' at a commit point."""
 
 
-def counting(monkeypatch: pytest.MonkeyPatch, on_call: Callable[[int, str], str | None]) -> None:
+def counting(monkeypatch: pytest.MonkeyPatch, on_call: Callable[[int, str], str | None],
+             on_return: Callable[[int], None] | None = None) -> None:
     """Route every write_delta through `on_call(index, table name)`, which may say 'before' or
-    'after' to crash there."""
+    'after' to crash there; `on_return(index)` is called once the write returned."""
     real = lake.write_delta
     calls = {"n": 0}
 
@@ -40,11 +41,36 @@ def counting(monkeypatch: pytest.MonkeyPatch, on_call: Callable[[int, str], str 
         if when == "before":
             raise InjectedCrash(f"crash before write {index} ({name})")
         info = real(df, path, **kwargs)
+        if on_return is not None:
+            on_return(index)
         if when == "after":
             raise InjectedCrash(f"crash after write {index} ({name})")
         return info
 
     monkeypatch.setattr(lake, "write_delta", wrapper)
+
+
+def crash_points(writes: Sequence[str]) -> list[tuple[int, str]]:
+    """(index, when) of one crash per gap between two commits: before and after each write,
+    except before a table's commit that directly follows another table's. The runtime commits
+    the staged tables one after another, with only its failpoint and a read-only lease check
+    between two (joins/incremental/runner.py), so a crash there leaves the lake a crash after the
+    previous commit leaves, and one re-run is the same as the other; `run_clean` checks that
+    the clean run's lake does not change between them. Before the first table's commit (after
+    the batch log's plan, with every table's files staged) and before the done record (after
+    the step has finished its report) other work runs: those are crashes of their own."""
+    points: list[tuple[int, str]] = []
+    for index, name in enumerate(writes):
+        if index == 0 or CHECKPOINTS in (name, writes[index - 1]):
+            points.append((index, "before"))
+        points.append((index, "after"))
+    return points
+
+
+def files_of(root: Path) -> list[tuple[str, int, int]]:
+    """Every file under `root`: (relative path, size, modification time in ns)."""
+    return sorted((str(f.relative_to(root)), f.stat().st_size, f.stat().st_mtime_ns)
+                  for f in root.rglob("*") if f.is_file())
 
 
 def lake_state(spark: Any, tables: dict[str, str], log: str, app: str, *,
@@ -98,11 +124,25 @@ def run_clean(base: Path, reopen: Callable[[Path], Any],
     """Run the batch under test once on a copy of `base`, recording its commit points; the
     prepared lake and the clean run's report (for the caller's own checks)."""
     prepared = Prepared(base, reopen, state)
-    clean = prepared.copy(base.parent / "clean")
+    root = base.parent / "clean"
+    clean = prepared.copy(root)
+    before: list[list[tuple[str, int, int]]] = []  # the lake as each write is called
+    after: list[list[tuple[str, int, int]]] = []  # and as it returns
+
+    def record(_index: int, name: str) -> None:
+        prepared.writes.append(name)
+        before.append(files_of(root))
+
     with pytest.MonkeyPatch.context() as mp:
-        counting(mp, lambda _i, name: prepared.writes.append(name))
+        counting(mp, record, lambda _index: after.append(files_of(root)))
         report = clean.run()
     prepared.clean = state(clean)
+    points = crash_points(prepared.writes)
+    for index, name in enumerate(prepared.writes):
+        if (index, "before") not in points:
+            assert before[index] == after[index - 1], (
+                f"the lake changed between the commits of {prepared.writes[index - 1]} and "
+                f"{name}: a crash there is a crash of its own (crash_points)")
     return prepared, report
 
 
@@ -130,8 +170,8 @@ def crash_and_rerun(prepared: Prepared, dst: Path, index: int, when: str) -> dic
 
 
 def crash_at_every_commit_point(prepared: Prepared, tmp_path: Path, subtests: Any) -> None:
-    for index, name in enumerate(prepared.writes):
-        for when in WHEN:
-            with subtests.test(msg=f"crash {when} write {index} ({name})"):
-                state = crash_and_rerun(prepared, tmp_path / f"{index}-{when}", index, when)
-                assert state == prepared.clean
+    for index, when in crash_points(prepared.writes):
+        name = prepared.writes[index]
+        with subtests.test(msg=f"crash {when} write {index} ({name})"):
+            state = crash_and_rerun(prepared, tmp_path / f"{index}-{when}", index, when)
+            assert state == prepared.clean

@@ -4,8 +4,9 @@ duplicate, no gap.
 
 The commit points are discovered, not listed: a clean run of the batch under test records its
 `write_delta` calls (the batch log's plan, the output, the quarantine, the three state tables,
-the done record), and the crash is injected before and after each of them in turn, each case
-on a copy of the same lake (sources landed, one batch already run).
+the done record), and the crash is injected in every gap between two of them in turn
+(`crash.crash_points`), each case on a copy of the same lake (sources landed, one batch already
+run).
 """
 
 from __future__ import annotations

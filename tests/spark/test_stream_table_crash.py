@@ -3,9 +3,9 @@ re-run leaves the join's tables exactly as an uninterrupted run does: no duplica
 
 The commit points are discovered, not listed: a clean run of the batch under test counts its
 `write_delta` calls (the batch log's plan, the output, the quarantine, the buffer or the keyed
-table state, the batch log's done record), and the crash is injected before and after each of
-them in turn. Each case starts from a copy of the same lake (sources landed, one batch already
-run), so every case crashes the same batch.
+table state, the batch log's done record), and the crash is injected in every gap between two
+of them in turn (`crash.crash_points`). Each case starts from a copy of the same lake (sources
+landed, one batch already run), so every case crashes the same batch.
 """
 
 from __future__ import annotations
