@@ -69,8 +69,8 @@ def crash_points(writes: Sequence[str]) -> list[tuple[int, str]]:
 
 def files_of(root: Path) -> list[tuple[str, int, int]]:
     """Every file under `root`: (relative path, size, modification time in ns)."""
-    return sorted((str(f.relative_to(root)), f.stat().st_size, f.stat().st_mtime_ns)
-                  for f in root.rglob("*") if f.is_file())
+    stats = ((f, f.stat()) for f in root.rglob("*") if f.is_file())
+    return sorted((str(f.relative_to(root)), st.st_size, st.st_mtime_ns) for f, st in stats)
 
 
 def lake_state(spark: Any, tables: dict[str, str], log: str, app: str, *,

@@ -79,10 +79,10 @@ def watched_columns(layout: JoinLayout, side: Side, timeline: Timeline) -> list[
 class Checks:
     """A side's checks in the reference's order, as Spark columns over classified rows.
 
-    invalid, late: (condition, its quarantine reason) per watched column; the reasons are built
-    only when asked (`reasons=True`): analysing their text costs more than a small batch's
-    classification, and only a batch that quarantines reads them. oob: one condition per bounded
-    column."""
+    invalid, late: (condition, its quarantine reason) per watched column, each condition true or
+    false, never null; the reasons are built only when asked (`reasons=True`): analysing their
+    text costs more than a small batch's classification, and only a batch that quarantines reads
+    them. oob: one condition per bounded column."""
 
     invalid: list[tuple[Column, Column | None]]
     late: list[tuple[Column, Column | None]]
@@ -106,7 +106,7 @@ def checks(layout: JoinLayout, side: Side, timeline: Timeline, *, reasons: bool)
         out.invalid.append((col.isNull() & need, F.lit(
             f"missing time column {name}: every {side} row needs an integer (milliseconds) "
             "there") if reasons else None))
-        out.late.append((col < received, late_reason_column(
+        out.late.append((F.coalesce(col < received, F.lit(False)), late_reason_column(
             side, name, ident(layout.ref(ref)), received_sql) if reasons else None))
         if ref in bounded:
             out.oob.append(col < per_segment([seg.floors.get(ref) for seg in timeline.segments]))
@@ -128,7 +128,7 @@ def classify(rows: DataFrame, layout: JoinLayout, side: Side, timeline: Timeline
     if flt is not None:
         klass = F.when(~F.coalesce(flt, F.lit(False)), F.lit(FILTERED)).otherwise(klass)
     for cond, _ in reversed(found.late):
-        klass = F.when(F.coalesce(cond, F.lit(False)), F.lit(LATE)).otherwise(klass)
+        klass = F.when(cond, F.lit(LATE)).otherwise(klass)
     for cond, _ in reversed(found.invalid):
         klass = F.when(cond, F.lit(INVALID)).otherwise(klass)
     return frame.withColumn(CLASS, klass)
@@ -143,7 +143,7 @@ def with_reasons(classified: DataFrame, layout: JoinLayout, side: Side,
     found = checks(layout, side, timeline, reasons=True)
     why = F.lit(None).cast("string")
     for cond, reason in reversed(found.late):
-        why = F.when(F.coalesce(cond, F.lit(False)), reason).otherwise(why)
+        why = F.when(cond, reason).otherwise(why)
     for cond, reason in reversed(found.invalid):
         why = F.when(cond, reason).otherwise(why)
     return classified.withColumn(WHY, why)
