@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +34,9 @@ from bench.checksum import checksum_sql, pair_hash_polars
 from bench.datagen import DataSet, data_set, generate, parse_size
 from bench.harness import (
     Result,
-    check_content,
     local_engine,
     machine,
-    print_table,
-    set_ratios,
+    report,
     spark_engine,
 )
 
@@ -232,25 +228,9 @@ def main(argv: list[str] | None = None) -> int:
             for how in hows:
                 results += run_size(spark, ds, size, how, engines, runs=args.runs,
                                     warmup=args.warmup, timeout=args.timeout)
-    set_ratios(results, "duckdb")
-    machine_after = machine()
-    print()
-    print_table(results)
-    print(f"\nload average before {machine_before['loadavg_1_5_15']}, after "
-          f"{machine_after['loadavg_1_5_15']}")
-    problems = check_content(results)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "command": "python -m bench.asof_join " + " ".join(sys.argv[1:] if argv is None else argv),
-        "machine_before": machine_before, "machine_after": machine_after,
-        "args": {k: str(v) for k, v in vars(args).items()},
-        "results": [asdict(r) for r in results], "content_problems": problems,
-    }, indent=2) + "\n")
-    print(f"\nsaved {args.out}")
-    for problem in problems:
-        print(f"CONTENT MISMATCH: {problem}")
-    return 1 if problems else 0
-
+    return report(results, reference="duckdb", args=vars(args), out=args.out,
+                  command="python -m bench.asof_join " + " ".join(sys.argv[1:] if argv is None else argv),
+                  machine_before=machine_before)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -10,12 +10,14 @@ run is reported as a timeout and not timed further.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.checksum import spark_checksum
@@ -189,3 +191,29 @@ def set_ratios(results: list[Result], reference: str) -> None:
                      and r.engine == reference and r.median_s), None)
         if base is not None and base.median_s and res.median_s:
             res.ratio_to_duckdb = res.median_s / base.median_s
+
+
+def report(results: list[Result], *, reference: str, command: str, args: dict[str, Any], out: Path,
+           machine_before: dict[str, Any], extra: dict[str, Any] | None = None,
+           summary: Callable[[], None] | None = None) -> int:
+    """The end of a batch benchmark: ratios to `reference`, the table and the load average
+    printed (then `summary`, with the ratios set), the run saved to `out` as JSON, and any
+    disagreement of the engines' contents printed. Returns the exit status (1 on a mismatch)."""
+    set_ratios(results, reference)
+    machine_after = machine()
+    print()
+    print_table(results)
+    print(f"\nload average before {machine_before['loadavg_1_5_15']}, after "
+          f"{machine_after['loadavg_1_5_15']}")
+    if summary is not None:
+        summary()
+    problems = check_content(results)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "command": command, "machine_before": machine_before, "machine_after": machine_after,
+        "args": {k: str(v) for k, v in args.items()}, **(extra or {}),
+        "results": [asdict(r) for r in results], "content_problems": problems}, indent=2) + "\n")
+    print(f"\nsaved {out}")
+    for problem in problems:
+        print(f"CONTENT MISMATCH: {problem}")
+    return 1 if problems else 0

@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,11 +42,9 @@ from bench.checksum import checksum_sql
 from bench.datagen import DATA_DIR, HOT_KEYS, T0_MS, _draw_keys, _write, parse_count
 from bench.harness import (
     Result,
-    check_content,
     child_engine,
     machine,
-    print_table,
-    set_ratios,
+    report,
     spark_engine,
 )
 
@@ -299,33 +295,21 @@ def main(argv: list[str] | None = None) -> int:
             for how in hows:
                 results += run_case(spark, root, size, dist, how, engines, runs=args.runs,
                                     warmup=args.warmup, timeout=args.timeout)
-    set_ratios(results, "duckdb_binned")
-    machine_after = machine()
-    print()
-    print_table(results)
-    print(f"\nload average before {machine_before['loadavg_1_5_15']}, after "
-          f"{machine_after['loadavg_1_5_15']}")
-    for res in results:
-        peer = next((r for r in results if r.engine == "spark_binned" and r.median_s
-                     and (r.size, r.dist, r.how) == (res.size, res.dist, res.how)), None)
-        if res.engine.startswith("ours") and res.ratio_to_duckdb:
-            vs_peer = f", {res.median_s / peer.median_s:.2f}x hand-written binned Spark" \
-                if peer and peer.median_s and res.median_s else ""
-            print(f"{res.engine} {res.size} {res.dist} {res.how}: {res.ratio_to_duckdb:.2f}x "
-                  f"DuckDB binned{vs_peer}")
-    problems = check_content(results)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "command": "python -m bench.interval_join " + " ".join(sys.argv[1:] if argv is None else argv),
-        "machine_before": machine_before, "machine_after": machine_after,
-        "args": {k: str(v) for k, v in vars(args).items()}, "condition": CONDITION,
-        "reference": "duckdb_binned", "results": [asdict(r) for r in results],
-        "content_problems": problems}, indent=2) + "\n")
-    print(f"\nsaved {args.out}")
-    for problem in problems:
-        print(f"CONTENT MISMATCH: {problem}")
-    return 1 if problems else 0
 
+    def summary() -> None:
+        for res in results:
+            peer = next((r for r in results if r.engine == "spark_binned" and r.median_s
+                         and (r.size, r.dist, r.how) == (res.size, res.dist, res.how)), None)
+            if res.engine.startswith("ours") and res.ratio_to_duckdb:
+                vs_peer = f", {res.median_s / peer.median_s:.2f}x hand-written binned Spark" \
+                    if peer and peer.median_s and res.median_s else ""
+                print(f"{res.engine} {res.size} {res.dist} {res.how}: {res.ratio_to_duckdb:.2f}x "
+                      f"DuckDB binned{vs_peer}")
+
+    return report(results, reference="duckdb_binned", args=vars(args), out=args.out,
+                  command="python -m bench.interval_join " + " ".join(sys.argv[1:] if argv is None else argv),
+                  machine_before=machine_before, summary=summary,
+                  extra={"condition": CONDITION, "reference": "duckdb_binned"})
 
 if __name__ == "__main__":
     raise SystemExit(main())
