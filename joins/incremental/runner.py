@@ -22,7 +22,7 @@ import contextlib
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from joins import lake
 from joins.errors import ConfigError
@@ -213,11 +213,11 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
         # Every table's files first, their Spark jobs side by side; then the commits, one by
         # one in their order, each preceded by its failpoint and the lease check.
         with clock.phase("write"):
-            run_all(spark, [stager(operator.name, root.sub(table), table, written, bid, mode=mode,
-                                    partition_by=partition_by, into=staged,
-                                    add_columns=table == OUTPUT, properties=properties)
-                            for table, written, mode, partition_by, properties in writes])
-        for table, *_ in writes:
+            run_all(spark, [stager(operator.name, root.sub(w.table), w.table, w.written, bid,
+                                    mode=w.mode, partition_by=w.partition_by, into=staged,
+                                    add_columns=w.table == OUTPUT, properties=w.properties)
+                            for w in writes])
+        for table in (w.table for w in writes):
             hooks.at(f"before commit {table}")
             lease.check()
             with clock.phase(f"commit {table}"):
@@ -245,20 +245,29 @@ def _execute(spark: SparkSession, operator: IncrementalOperator, root: JoinRoot,
     return BatchResult(bid, done=done, plan=plan, commits=commits, timings=clock.timings)
 
 
-def _writes(operator: IncrementalOperator, result: StepResult, root: JoinRoot
-            ) -> list[tuple[str, Written, str, list[str], dict[str, str] | None]]:
-    """(table, frame, mode, partition columns, properties if the write creates it) of each
-    table the batch writes, in commit order."""
-    out: list[tuple[str, Written, str, list[str], dict[str, str] | None]] = []
+class TableWrite(NamedTuple):
+    """One table a batch writes: its frame, the write's mode and partition columns, and the
+    properties of the table if this write creates it."""
+
+    table: str
+    written: Written
+    mode: str
+    partition_by: list[str]
+    properties: dict[str, str] | None
+
+
+def _writes(operator: IncrementalOperator, result: StepResult, root: JoinRoot) -> list[TableWrite]:
+    """The tables the batch writes, in commit order."""
+    out: list[TableWrite] = []
     if result.output is not None:
-        out.append((OUTPUT, published(result.output, root), "append", [EVENT_DATE], None))
+        out.append(TableWrite(OUTPUT, published(result.output, root), "append", [EVENT_DATE], None))
     if result.quarantine is not None:
-        out.append((QUARANTINE, result.quarantine, "append", [], None))
+        out.append(TableWrite(QUARANTINE, result.quarantine, "append", [], None))
     for table in operator.state_tables:
         written = result.state.get(table.name)
         if written is not None:
-            out.append((table.name, written, table.mode, list(table.partition_by),
-                        table.properties))
+            out.append(TableWrite(table.name, written, table.mode, list(table.partition_by),
+                                  table.properties))
     unknown = set(result.state) - {t.name for t in operator.state_tables}
     if unknown:
         raise ConfigError(f"{operator.name}: the step wrote undeclared state tables {sorted(unknown)}")
