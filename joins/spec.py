@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 import typing
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -71,6 +72,16 @@ def unknown_key_hint(cls: type[BaseModel], loc: Sequence[Any]) -> str:
     return did_you_mean(str(loc[-1]), known_keys(cls, loc[:-1])) if loc else ""
 
 
+def value_hint(err: Any) -> str:
+    """' (did you mean `x`?)' for a misspelt choice (`strng` for `string`), from the values
+    pydantic's error lists; else ''."""
+    expected = (err.get("ctx") or {}).get("expected")
+    if err["type"] not in ("literal_error", "enum") or not isinstance(expected, str) \
+            or not isinstance(err.get("input"), str):
+        return ""
+    return did_you_mean(err["input"], re.findall(r"'([^']*)'", expected))
+
+
 def config_problem(err: Any, cls: type[BaseModel] | None, loc: Sequence[Any], *,
                    setting_of: str) -> str:
     """One pydantic error of a spec file as `config.<key>: <problem>`: an unknown key with the
@@ -83,7 +94,7 @@ def config_problem(err: Any, cls: type[BaseModel] | None, loc: Sequence[Any], *,
         return f"config.{key}: required setting is missing"
     # A whole mapping or list echoed back says nothing the key's path does not.
     got = f" (got {err['input']!r})" if not isinstance(err.get("input", {}), dict | list) else ""
-    return f"config.{key}: {str(err['msg']).removeprefix('Value error, ')}{got}"
+    return f"config.{key}: {str(err['msg']).removeprefix('Value error, ')}{got}{value_hint(err)}"
 
 
 def describe_validation_error(exc: ValidationError) -> tuple[str, str]:
@@ -118,7 +129,7 @@ def parse_spec(cls: type[SpecT], config: Any, *, operator: str) -> SpecT:
                 problems.append(f"config.{loc}: required setting is missing")
             else:
                 got = f" (got {err['input']!r})" if "input" in err else ""
-                problems.append(f"config.{loc}: {err['msg']}{got}")
+                problems.append(f"config.{loc}: {err['msg']}{got}{value_hint(err)}")
         raise ConfigError(f"{operator}: invalid config: " + "; ".join(problems)) from None
 
 

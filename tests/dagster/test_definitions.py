@@ -192,6 +192,20 @@ def test_check_names_file_line_and_the_near_miss_key(tmp_path, capsys) -> None:
     assert "1 spec file(s): 0 ok, 1 with errors" in err
 
 
+def test_check_suggests_the_choice_a_misspelt_value_meant(tmp_path, capsys) -> None:
+    from joins.cli import EXIT_INVALID, main
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    _write_spec(specs, "a_orders.yaml", join="lfet", late="sideways")
+    assert main(["check", str(specs)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "config.join: Input should be 'inner' or 'left' (got 'lfet') (did you mean `left`?)" in err
+    # Nothing near: the choices alone.
+    assert "config.late: Input should be 'join', 'drop' or 'quarantine' (got 'sideways')" in err
+    assert "(got 'sideways') (did you mean" not in err
+
+
 def test_a_spec_file_repeating_a_name_is_refused(tmp_path) -> None:
     specs = tmp_path / "specs"
     specs.mkdir()
