@@ -232,5 +232,6 @@ def main(argv: list[str] | None = None) -> int:
                   command="python -m bench.asof_join " + " ".join(sys.argv[1:] if argv is None else argv),
                   machine_before=machine_before)
 
+
 if __name__ == "__main__":
     raise SystemExit(main())

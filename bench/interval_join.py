@@ -311,5 +311,6 @@ def main(argv: list[str] | None = None) -> int:
                   machine_before=machine_before, summary=summary,
                   extra={"condition": CONDITION, "reference": "duckdb_binned"})
 
+
 if __name__ == "__main__":
     raise SystemExit(main())
