@@ -25,7 +25,7 @@ def set_table_properties(path: str | os.PathLike[str] | TableLocation, propertie
     """Record `properties` in one metadata commit that must be version `expected_version + 1`
     (ConcurrentCommitError when another writer committed meanwhile). Returns the new version."""
     loc = TableLocation.of(path)
-    snap = open_snapshot(loc)
+    snap = open_snapshot(loc, shared=False)   # committed through
     assert snap is not None
     if snap.version != expected_version:
         raise ConcurrentCommitError(

@@ -19,6 +19,7 @@ from joins.lake.location import TableLocation
 from joins.lake.log import commit_time
 from joins.lake.model import FileEntry
 from joins.lake.schema import spark_schema_from_delta_json
+from joins.lake.snapshots import KEPT_TABLES, latest_local_version
 
 # Reader features whose files Spark's plain Parquet reader reads correctly.
 READABLE_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint"})
@@ -159,20 +160,36 @@ def table_exists(path: str | os.PathLike[str] | TableLocation) -> bool:
 
 
 def open_snapshot(path: str | os.PathLike[str] | TableLocation, *, version: int | None = None,
-                  timestamp: dt.datetime | str | None = None,
-                  missing_ok: bool = False) -> Snapshot | None:
+                  timestamp: dt.datetime | str | None = None, missing_ok: bool = False,
+                  shared: bool = True) -> Snapshot | None:
     """The latest snapshot, or the one at `version`, or the last one committed at or before
-    `timestamp` (a naive datetime is UTC). None if the table does not exist and `missing_ok`."""
+    `timestamp` (a naive datetime is UTC). None if the table does not exist and `missing_ok`.
+
+    shared: the snapshot may be an open table other readers of the same version share
+    (`snapshots.py`): read it only. False opens one of the caller's own (to commit through)."""
     loc = TableLocation.of(path)
     if version is not None and timestamp is not None:
         raise LakeError(f"{loc}: pass version or timestamp, not both")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)
                                 or version < 0):
         raise LakeError(f"{loc}: version must be an integer >= 0, got {version!r}")
+    keep = shared and timestamp is None and loc.is_local
+    pinned = version
+    if keep:
+        latest = latest_local_version(loc)
+        wanted = version if version is not None else latest
+        kept = None if wanted is None else KEPT_TABLES.get(loc, wanted)
+        if kept is not None:
+            return Snapshot(loc, kept)
+        if version is not None and version == latest:
+            pinned = None  # an open at the latest replays less than one pinned to it (measured)
     try:
         # At a pinned version the log is replayed up to it only (an open at the latest and a
         # time travel back would replay it twice).
-        table = DeltaTable(loc.delta_uri, version=version)
+        table = DeltaTable(loc.delta_uri, version=pinned)
+        if version is not None and table.version() != version:
+            # A commit landed after the listing: the version asked for is no longer the latest.
+            table = DeltaTable(loc.delta_uri, version=version)
     except TableNotFoundError:
         if missing_ok:
             return None
@@ -192,6 +209,8 @@ def open_snapshot(path: str | os.PathLike[str] | TableLocation, *, version: int 
     except DeltaError as exc:
         when_text = f"version {version}" if version is not None else f"timestamp {timestamp}"
         raise LakeError(f"{loc}: cannot load {when_text}: {exc}") from exc
+    if keep:
+        KEPT_TABLES.put(loc, table)
     return Snapshot(loc, table)
 
 
@@ -218,7 +237,10 @@ def _as_utc(timestamp: dt.datetime | str, loc: TableLocation) -> dt.datetime:
 
 def delta_version(path: str | os.PathLike[str] | TableLocation) -> int | None:
     """The latest version of the table, None if there is no table."""
-    snap = open_snapshot(path, missing_ok=True)
+    loc = TableLocation.of(path)
+    if loc.is_local:
+        return latest_local_version(loc)   # from the log's file names, nothing opened
+    snap = open_snapshot(loc, missing_ok=True)
     return None if snap is None else snap.version
 
 
