@@ -119,17 +119,8 @@ def parse_spec(cls: type[SpecT], config: Any, *, operator: str) -> SpecT:
     try:
         return cls.model_validate(config)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "(root)"
-            if err["type"] == "extra_forbidden":
-                problems.append(f"config.{loc}: unknown key (not a setting of {operator})"
-                                f"{unknown_key_hint(cls, err['loc'])}")
-            elif err["type"] == "missing":
-                problems.append(f"config.{loc}: required setting is missing")
-            else:
-                got = f" (got {err['input']!r})" if "input" in err else ""
-                problems.append(f"config.{loc}: {err['msg']}{got}{value_hint(err)}")
+        problems = [config_problem(err, cls, err["loc"], setting_of=operator)
+                    for err in exc.errors()]
         raise ConfigError(f"{operator}: invalid config: " + "; ".join(problems)) from None
 
 

@@ -306,6 +306,16 @@ def test_bad_config_names_the_key(config: dict[str, Any], fragment: str) -> None
     assert str(info.value).startswith("stream_table_join: invalid config")
 
 
+def test_a_bad_config_is_said_as_a_pipeline_spec_says_it() -> None:
+    # One wording for every spec (joins.spec.config_problem): no pydantic prefix, no mapping
+    # echoed back, a misspelt choice's near miss.
+    with pytest.raises(ConfigError) as info:
+        make_spec(join={"how": "inner"}, table=VERSIONED, late="drp", grace_ms=1)
+    assert str(info.value) == (
+        "stream_table_join: invalid config: config.join: Input should be 'inner' or 'left'; "
+        "config.late: Input should be 'join', 'drop' or 'quarantine' (got 'drp') (did you mean `drop`?)")
+
+
 def test_good_configs() -> None:
     make_spec(join="left", table={"versioned": False})
     make_spec(join="inner", table=VERSIONED, grace_ms=10, late="quarantine", table_key="f")
