@@ -37,7 +37,11 @@ def key(rows: list[Row]) -> list[Row]:
 @settings(max_examples=examples(6))
 @given(st.lists(_op, min_size=1, max_size=4))
 def test_writes_match_a_model(spark, ops: list[tuple[str, list[Row], Any]]) -> None:
-    path = tempfile.mkdtemp(prefix="lake-model-") + "/t"
+    with tempfile.TemporaryDirectory(prefix="lake-model-") as root:  # an example's lake, removed
+        _writes_match_a_model(spark, root + "/t", ops)
+
+
+def _writes_match_a_model(spark: Any, path: str, ops: list[tuple[str, list[Row], Any]]) -> None:
     history: list[list[Row]] = []       # model rows at each version
     appended: list[list[Row] | None] = []  # rows added by each version if it removed nothing
     table: list[Row] = []
