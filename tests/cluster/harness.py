@@ -86,8 +86,14 @@ class Daemon:
             self.proc.wait(timeout=30)
         except ProcessLookupError:
             pass
-        # The group may outlive its leader (an executor the worker started): end it too.
+        # The group may outlive its leader (an executor the worker started): it got the same
+        # SIGTERM and gets the same grace to run its shutdown hooks, which remove its
+        # directories in /tmp (killed at once, it left them there), then it is ended too.
+        deadline = time.monotonic() + 30
         with contextlib.suppress(ProcessLookupError):
+            while time.monotonic() < deadline:
+                os.killpg(self.proc.pid, 0)
+                time.sleep(0.2)
             os.killpg(self.proc.pid, signal.SIGKILL)
 
 
