@@ -18,7 +18,7 @@ from joins.lake.errors import LakeError, UnsupportedTableError
 from joins.lake.location import DELTA_LOG, TableLocation
 from joins.lake.model import AppTxn, CommitInfo, partitions_of
 
-_COMMIT = re.compile(r"^(\d{20})\.json$")
+COMMIT_FILE = re.compile(r"^(\d{20})\.json$")   # a commit's file in _delta_log
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?\.parquet$")
 _V2_CHECKPOINT = re.compile(r"^\d{20}\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
 
@@ -89,7 +89,7 @@ def referenced_paths(loc: TableLocation) -> set[str]:
         if _V2_CHECKPOINT.match(name):
             raise UnsupportedTableError(f"{loc}: the table uses v2 checkpoints; orphan cleanup "
                                         "only understands classic checkpoints")
-        if _COMMIT.match(name):
+        if COMMIT_FILE.match(name):
             with loc.fs.open_input_stream(info.path) as stream:
                 for line in stream.read().decode("utf-8").splitlines():
                     if not line.strip():

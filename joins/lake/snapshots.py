@@ -23,17 +23,16 @@ Remote tables (`s3://...`) are opened every time: a listing there costs what an 
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from joins.lake.location import DELTA_LOG, TableLocation
+from joins.lake.log import COMMIT_FILE
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
-_COMMIT_NAME = re.compile(r"^(\d{20})\.json$")
 # A micro-batch reads up to about ten (table, version) pairs; a long-lived process (a run
 # worker) keeps no more than this many tables' file lists in memory.
 KEPT = 24
@@ -50,7 +49,7 @@ def latest_local_version(loc: TableLocation) -> int | None:
         return None
     best = -1
     for name in names:
-        match = _COMMIT_NAME.match(name)
+        match = COMMIT_FILE.match(name)
         if match is not None:
             best = max(best, int(match.group(1)))
     return best if best >= 0 else None
