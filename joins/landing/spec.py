@@ -82,7 +82,7 @@ class LandingSpec(Spec):
 
     @model_validator(mode="after")
     def _columns_are_consistent(self) -> LandingSpec:
-        seen: set[str] = set()
+        declared_in: dict[str, str] = {}
         named = [("key_columns", c.name) for c in self.key_columns]
         named += [("value_columns", c.name) for c in self.value_columns]
         named.append(("ts_column", self.ts_column))
@@ -92,9 +92,10 @@ class LandingSpec(Spec):
             if not _NAME.match(name):
                 raise ValueError(f"{setting}: {name!r} is not a plain column name "
                                  f"(letters, digits and _, not starting with a digit)")
-            if name in seen:
-                raise ValueError(f"{setting}: column {name!r} is declared twice")
-            seen.add(name)
+            if name in declared_in:
+                raise ValueError(f"{setting}: column {name!r} is declared twice "
+                                 f"(also in {declared_in[name]})")
+            declared_in[name] = setting
         for setting, name in named[:len(self.key_columns) + len(self.value_columns)]:
             if name in RESERVED_COLUMNS:
                 raise ValueError(f"{setting}: column name {name!r} is reserved by the versioned "
