@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from runplatform.run_worker import scratch_dir
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -117,6 +120,8 @@ def run_worker(home: Path, *, warm_up: bool = True) -> Iterator[subprocess.Popen
         yield proc
     finally:
         stop_group(proc)
+        # Killed after the grace, the worker could not remove its JVM's temporary files.
+        shutil.rmtree(scratch_dir(home, proc.pid), ignore_errors=True)
 
 
 def parse_args(argv: list[str]) -> tuple[str, list[str]]:

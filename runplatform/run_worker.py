@@ -26,15 +26,20 @@ import importlib
 import json
 import os
 import queue
+import shutil
 import signal
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from joins.spark.session import SparkSettings
 
 WORKER_FILE = "run-worker.json"
 
@@ -199,7 +204,10 @@ def serve(home: Path, *, port: int = 0, warm_up: bool = True) -> None:
     from joins.spark.session import SparkSettings
 
     warnings.filterwarnings("ignore")  # Dagster's beta/preview notes, once per run
-    get_spark(SparkSettings.from_env())  # the JVM starts before the first run needs it
+    sweep_scratch(home)
+    scratch = scratch_dir(home, os.getpid())
+    # The JVM starts before the first run needs it.
+    spark = get_spark(with_scratch(SparkSettings.from_env(), scratch))
     worker = RunWorker()
     handler = type("Handler", (_Handler,), {"worker": worker})
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
@@ -224,6 +232,38 @@ def serve(home: Path, *, port: int = 0, warm_up: bool = True) -> None:
             if json.loads(address.read_text()).get("pid") == os.getpid():
                 address.unlink()
         server.server_close()
+        # A JVM stopped with its group runs Spark's directory removal in shutdown hooks that
+        # may not finish; the worker stops Spark itself and removes what is left.
+        with contextlib.suppress(Exception):  # the JVM may be going already
+            spark.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def scratch_dir(home: Path, pid: int) -> Path:
+    """The temporary directory of the worker `pid`'s JVM (its java.io.tmpdir: Spark's block
+    manager, files and artifacts), removed when the worker stops (and by `./tj dev` after it,
+    and by the next worker if it was killed)."""
+    return home / "tmp" / f"run-worker-{pid}"
+
+
+def sweep_scratch(home: Path) -> None:
+    """Remove the scratch directories of workers no longer running (killed before they could)."""
+    for path in (home / "tmp").glob("run-worker-*"):
+        pid = path.name.removeprefix("run-worker-")
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def with_scratch(settings: SparkSettings, scratch: Path) -> SparkSettings:
+    """`settings` with the driver JVM's temporary files under `scratch` (a local driver only:
+    a Connect server's JVM is not this process's)."""
+    if settings.remote is not None:
+        return settings
+    scratch.mkdir(parents=True, exist_ok=True)
+    key = "spark.driver.extraJavaOptions"
+    options = " ".join(filter(None, [settings.extra_conf.get(key),
+                                     f"-Djava.io.tmpdir={scratch}"]))
+    return replace(settings, extra_conf={**settings.extra_conf, key: options})
 
 
 def main() -> int:

@@ -82,6 +82,11 @@ def test_dev_serves_the_port_asked_for_and_stops_everything_within_10_s(tmp_path
                 time.sleep(1)
         started = descendants(dev.pid)
         assert len(started) >= 3   # dagster dev, its webserver and daemon, the run worker, ...
+        # The worker's JVM keeps its temporary files where the stop removes them (its own
+        # shutdown hooks may not finish: the whole group is stopped).
+        scratch = tmp_path / "home" / "tmp"
+        assert list(scratch.glob("run-worker-*/blockmgr-*")), "the run worker's JVM wrote its " \
+            f"temporary files elsewhere: {sorted(p.name for p in scratch.glob('*/*'))}"
         stopped_at = time.monotonic()
         if how == "SIGTERM":
             dev.send_signal(signal.SIGTERM)
@@ -93,6 +98,7 @@ def test_dev_serves_the_port_asked_for_and_stops_everything_within_10_s(tmp_path
         left = sorted(p for p in started if alive(p))
         assert not left, f"still running 10 s after {how}: {left}"
         assert time.monotonic() - stopped_at < 10
+        assert not list(scratch.iterdir()), "the run worker's temporary files were left behind"
     finally:
         if dev.poll() is None:
             os.killpg(dev.pid, signal.SIGKILL)

@@ -6,6 +6,9 @@ executes wait in the worker, first come first run."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,8 +19,16 @@ from typing import Any
 import pytest
 
 from joins.spark.server import free_port
+from joins.spark.session import SparkSettings
 from runplatform.launcher import send_to_worker, worker_url
-from runplatform.run_worker import WORKER_FILE, RunWorker, _Handler
+from runplatform.run_worker import (
+    WORKER_FILE,
+    RunWorker,
+    _Handler,
+    scratch_dir,
+    sweep_scratch,
+    with_scratch,
+)
 
 
 @pytest.fixture
@@ -175,3 +186,23 @@ def test_a_run_started_elsewhere_is_not_executed_again(
         assert loaded == []
         after = instance.get_run_by_id(run.run_id)
         assert after is not None and after.status == DagsterRunStatus.STARTED
+
+
+def test_the_jvm_temporary_files_go_under_the_workers_scratch(tmp_path: Path) -> None:
+    scratch = scratch_dir(tmp_path, 4242)
+    user = SparkSettings(extra_conf={"spark.driver.extraJavaOptions": "-Dx=1"})
+    got = with_scratch(user, scratch).extra_conf["spark.driver.extraJavaOptions"]
+    assert got == f"-Dx=1 -Djava.io.tmpdir={scratch}"   # the user's options kept
+    assert scratch.is_dir()
+    remote = SparkSettings(remote="sc://127.0.0.1:15002")
+    assert with_scratch(remote, scratch) == remote     # a Connect server's JVM is not ours
+
+
+def test_scratch_of_a_killed_worker_is_swept_a_live_ones_kept(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead, live = scratch_dir(tmp_path, int(gone.stdout)), scratch_dir(tmp_path, os.getpid())
+    for path in (dead, live):
+        (path / "blockmgr-1").mkdir(parents=True)
+    sweep_scratch(tmp_path)
+    assert not dead.exists() and (live / "blockmgr-1").is_dir()
