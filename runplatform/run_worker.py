@@ -33,13 +33,9 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from joins.spark.session import SparkSettings
+from typing import Any
 
 WORKER_FILE = "run-worker.json"
 
@@ -207,7 +203,7 @@ def serve(home: Path, *, port: int = 0, warm_up: bool = True) -> None:
     sweep_scratch(home)
     scratch = scratch_dir(home, os.getpid())
     # The JVM starts before the first run needs it.
-    spark = get_spark(with_scratch(SparkSettings.from_env(), scratch))
+    spark = get_spark(SparkSettings.from_env().with_tmpdir(scratch))
     worker = RunWorker()
     handler = type("Handler", (_Handler,), {"worker": worker})
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
@@ -252,27 +248,3 @@ def sweep_scratch(home: Path) -> None:
         pid = path.name.removeprefix("run-worker-")
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(path, ignore_errors=True)
-
-
-def with_scratch(settings: SparkSettings, scratch: Path) -> SparkSettings:
-    """`settings` with the driver JVM's temporary files under `scratch` (a local driver only:
-    a Connect server's JVM is not this process's)."""
-    if settings.remote is not None:
-        return settings
-    scratch.mkdir(parents=True, exist_ok=True)
-    key = "spark.driver.extraJavaOptions"
-    options = " ".join(filter(None, [settings.extra_conf.get(key),
-                                     f"-Djava.io.tmpdir={scratch}"]))
-    return replace(settings, extra_conf={**settings.extra_conf, key: options})
-
-
-def main() -> int:
-    from runplatform.instance import dagster_home
-
-    serve(dagster_home(), port=int(os.environ.get("TJ_RUN_WORKER_PORT", "0")),
-          warm_up=os.environ.get("TJ_WARM_UP", "1") != "0")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

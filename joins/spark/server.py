@@ -16,10 +16,12 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -116,6 +118,7 @@ class LocalConnectServer:
         self.start_timeout_s = start_timeout_s
         self.stop_grace_s = stop_grace_s
         self.proc: subprocess.Popen[bytes] | None = None
+        self.scratch: Path | None = None
 
     @property
     def url(self) -> str:
@@ -139,11 +142,14 @@ class LocalConnectServer:
                               f"server?); choose another with TJ_CONNECT_PORT, or point "
                               f"TJ_SPARK_REMOTE at the running server")
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # Removed after the stop: the server's JVM, stopped with its group, may not.
+        self.scratch = Path(tempfile.mkdtemp(prefix="tmp-", dir=self.log_dir))
+        settings = self.settings.with_tmpdir(self.scratch)
         env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOG_DIR": str(self.log_dir),
                "SPARK_PID_DIR": str(self.log_dir), "SPARK_LOCAL_IP": "127.0.0.1",
                "PYSPARK_PYTHON": sys.executable, "PYARROW_IGNORE_TIMEZONE": "1", **CONNECT_ENV}
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(server_command(self.port, self.settings), env=env,
+            self.proc = subprocess.Popen(server_command(self.port, settings), env=env,
                                          stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + self.start_timeout_s
@@ -158,17 +164,20 @@ class LocalConnectServer:
     def stop(self) -> None:
         """SIGTERM to the server's process group, SIGKILL after `stop_grace_s`."""
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=self.stop_grace_s)
+            if proc is not None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=self.stop_grace_s)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
         except ProcessLookupError:
             pass
+        finally:
+            if self.scratch is not None:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+                self.scratch = None
 
 
 def main(argv: list[str] | None = None) -> int:

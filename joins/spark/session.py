@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,6 +53,18 @@ class SparkSettings:
             driver_memory=os.environ.get("TJ_DRIVER_MEMORY", "4g"),
             extra_conf=spark_conf_from_env(),
         )
+
+    def with_tmpdir(self, path: Path) -> SparkSettings:
+        """These settings with the local driver JVM's temporary files (Spark's block manager,
+        files and artifacts) under `path`, for a JVM stopped with its process group: its own
+        shutdown hooks, which remove them, may not finish, so its owner removes `path`. (Not
+        for a Connect client: the JVM is the server's.)"""
+        if self.remote is not None:
+            return self
+        path.mkdir(parents=True, exist_ok=True)
+        key = "spark.driver.extraJavaOptions"
+        options = " ".join(filter(None, [self.extra_conf.get(key), f"-Djava.io.tmpdir={path}"]))
+        return replace(self, extra_conf={**self.extra_conf, key: options})
 
     def conf(self) -> dict[str, str]:
         conf = {

@@ -27,7 +27,6 @@ from runplatform.run_worker import (
     _Handler,
     scratch_dir,
     sweep_scratch,
-    with_scratch,
 )
 
 
@@ -191,11 +190,11 @@ def test_a_run_started_elsewhere_is_not_executed_again(
 def test_the_jvm_temporary_files_go_under_the_workers_scratch(tmp_path: Path) -> None:
     scratch = scratch_dir(tmp_path, 4242)
     user = SparkSettings(extra_conf={"spark.driver.extraJavaOptions": "-Dx=1"})
-    got = with_scratch(user, scratch).extra_conf["spark.driver.extraJavaOptions"]
+    got = user.with_tmpdir(scratch).extra_conf["spark.driver.extraJavaOptions"]
     assert got == f"-Dx=1 -Djava.io.tmpdir={scratch}"   # the user's options kept
     assert scratch.is_dir()
     remote = SparkSettings(remote="sc://127.0.0.1:15002")
-    assert with_scratch(remote, scratch) == remote     # a Connect server's JVM is not ours
+    assert remote.with_tmpdir(scratch) == remote     # a Connect server's JVM is not ours
 
 
 def test_scratch_of_a_killed_worker_is_swept_a_live_ones_kept(tmp_path: Path) -> None:

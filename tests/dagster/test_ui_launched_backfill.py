@@ -116,6 +116,9 @@ def test_two_day_backfill_launched_like_the_ui_uses_one_spark_session(
             started = time.monotonic()
             run_id, clicked = _launch_and_wait(instance, job, DAYS)
             elapsed = time.monotonic() - started
+            # The server's JVM keeps its temporary files where its stop removes them.
+            assert list((tmp_path / "spark-connect").glob("tmp-*/blockmgr-*"))
+        assert not list((tmp_path / "spark-connect").glob("tmp-*")), "temporary files left"
         run = instance.get_run_by_id(run_id)
         assert run is not None
         logs = instance.all_logs(run_id)
