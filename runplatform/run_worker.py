@@ -248,3 +248,15 @@ def sweep_scratch(home: Path) -> None:
         pid = path.name.removeprefix("run-worker-")
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(path, ignore_errors=True)
+
+
+def main() -> int:
+    from runplatform.instance import dagster_home
+
+    serve(dagster_home(), port=int(os.environ.get("TJ_RUN_WORKER_PORT", "0")),
+          warm_up=os.environ.get("TJ_WARM_UP", "1") != "0")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
