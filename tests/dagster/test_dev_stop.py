@@ -3,6 +3,7 @@ stops every process it started (the UI's servers, the run worker and its JVM) wi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -100,6 +101,17 @@ def test_dev_serves_the_port_asked_for_and_stops_everything_within_10_s(tmp_path
         assert time.monotonic() - stopped_at < 10
         assert not list(scratch.iterdir()), "the run worker's temporary files were left behind"
     finally:
+        # On a failure above, stop it as a user would (it stops the groups it started), then
+        # kill whatever is left: `dagster dev` and the run worker lead groups of their own,
+        # which a SIGKILL to this one would leave running.
+        left = descendants(dev.pid)
         if dev.poll() is None:
-            os.killpg(dev.pid, signal.SIGKILL)
-            dev.wait()
+            dev.send_signal(signal.SIGTERM)
+            try:
+                dev.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(dev.pid, signal.SIGKILL)
+                dev.wait()
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
