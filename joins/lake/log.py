@@ -23,9 +23,14 @@ _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?\.parquet$")
 _V2_CHECKPOINT = re.compile(r"^\d{20}\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
 
 
+def commit_path(version: int) -> str:
+    """The path of commit `version`'s file, relative to the table's root."""
+    return f"{DELTA_LOG}/{version:020d}.json"
+
+
 def commit_actions(loc: TableLocation, version: int) -> list[dict[str, Any]]:
     """The actions of commit `version`, in log order."""
-    path = loc.fs_path(f"{DELTA_LOG}/{version:020d}.json")
+    path = loc.fs_path(commit_path(version))
     try:
         with loc.fs.open_input_stream(path) as stream:
             text = stream.read().decode("utf-8")
@@ -53,7 +58,7 @@ def commit_time(loc: TableLocation, version: int) -> dt.datetime | None:
     """When `version` was committed: the earlier of the commitInfo timestamp and the log
     file's modification time (Delta's commit timestamp is the latter; writers set the former
     just before writing, so the two differ by milliseconds). None if the entry is gone."""
-    path = loc.fs_path(f"{DELTA_LOG}/{version:020d}.json")
+    path = loc.fs_path(commit_path(version))
     info = loc.fs.get_file_info(path)
     if info.type == pafs.FileType.NotFound:
         return None

@@ -28,7 +28,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from joins.lake.location import DELTA_LOG, TableLocation
-from joins.lake.log import COMMIT_FILE
+from joins.lake.log import COMMIT_FILE, commit_path
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -57,7 +57,7 @@ def latest_local_version(loc: TableLocation) -> int | None:
 
 def _stamp(loc: TableLocation, version: int) -> Stamp | None:
     try:
-        st = os.stat(os.path.join(loc.uri, DELTA_LOG, f"{version:020d}.json"))
+        st = os.stat(os.path.join(loc.uri, commit_path(version)))
     except OSError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
