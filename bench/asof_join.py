@@ -44,9 +44,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 RESULTS = Path(__file__).resolve().parent / "results" / "asof_join.json"
-ENGINES = ("duckdb", "polars", "spark_asof", "spark_asof_sql", "spark_asof_shuffle", "spark_naive", "tempo")
-# Our join's strategies: auto (the JVM index here), the pure-SQL broadcast plan, the shuffle plan.
-SPARK_ASOF = {"spark_asof": "auto", "spark_asof_sql": "broadcast", "spark_asof_shuffle": "shuffle"}
+ENGINES = ("duckdb", "polars", "spark_asof", "spark_asof_index_shuffle", "spark_asof_sql",
+           "spark_asof_shuffle", "spark_naive", "tempo")
+# Our join's strategies: auto (the JVM index here), the index's shuffle form (for a table too large
+# to broadcast), the pure-SQL broadcast plan, the SQL shuffle plan.
+SPARK_ASOF = {"spark_asof": "auto", "spark_asof_index_shuffle": "index_shuffle",
+              "spark_asof_sql": "broadcast", "spark_asof_shuffle": "shuffle"}
 # The columns identifying a result row (event, answering version) in each Spark engine's output.
 IDS = {**{engine: ("event_id", "table_valid_from") for engine in SPARK_ASOF},
        "spark_naive": ("event_id", "vts"), "tempo": ("event_id", "v_ts")}

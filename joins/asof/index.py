@@ -135,6 +135,36 @@ def index_join(plan: AsOfPlan, stream: DataFrame, table: DataFrame) -> DataFrame
     return probe(plan, stream, index, layout)
 
 
+def shuffled_index_join(plan: AsOfPlan, stream: DataFrame, table: DataFrame,
+                        partitions: int) -> DataFrame:
+    """The join through per-partition indexes (temporaljoins.ShuffledAsOf): both sides
+    hash-partitioned on the key into `partitions`, each task indexing its share of the table. For
+    tables too large to broadcast. A bad table record, or two keys sharing a hash, fails the action
+    that runs the result (run it under `joins.asof.input_errors()` for InputRecordError)."""
+    from pyspark.sql import DataFrame as _DataFrame
+    from pyspark.sql import functions as F
+
+    from joins.spark import jvm
+
+    spark = stream.sparkSession
+    table = prepared_table(plan, table)
+    layout = index_layout(plan, table.columns)
+    if not plan.integral_keys:
+        stream = _with_hash(stream, plan.lookup_key)
+    stream_key = _HASHED if not plan.integral_keys else plan.lookup_key
+    table_key = _HASHED if not plan.integral_keys else plan.table_key
+    # One type on both sides: an int key and a long key of one value hash to different partitions.
+    stream = stream.repartition(partitions, F.col(ident(stream_key)).cast("long"))
+    table = table.repartition(partitions, F.col(ident(table_key)).cast("long"))
+    cols = stream.columns
+    joined = _DataFrame(built(lambda: jvm.shuffled_entry(spark).join(
+        stream._jdf, cols.index(stream_key), cols.index(plan.stream_ts), table._jdf, *layout.args(),
+        *bounds(plan), plan.how == "left", jvm_template(null_ts(plan, "stream")),
+        jvm_template(null_ts(plan, "table")), jvm_template(duplicate_version(plan)),
+        cols.index(plan.lookup_key) if not plan.integral_keys else -1, layout.key_check_field)), spark)
+    return joined if plan.integral_keys else joined.drop(_HASHED, _KEY_COPY)
+
+
 def probe(plan: AsOfPlan, stream: DataFrame, index: Any, layout: IndexLayout, *,
           held: bool = False) -> DataFrame:
     """Every stream row answered by `index` (a broadcast VersionIndex, or with `held` an

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from joins.asof.errors import HashCollision
 from joins.asof.held import HeldJoin, HeldTable, held_index_join
-from joins.asof.index import index_join, index_unusable
+from joins.asof.index import index_join, index_unusable, shuffled_index_join
 from joins.asof.plan import (
     DEFAULT_BROADCAST_MAX_BYTES,
     DEFAULT_VERSIONS_PER_BUCKET,
@@ -33,6 +33,21 @@ def _estimated_bytes(df: DataFrame) -> int | None:
         return None
     # py4j hands a Scala BigInt over as a Python int; older bridges as a JavaObject.
     return size if isinstance(size, int) else int(size.toString())
+
+
+# A task of the shuffled index holds its partition of the table's versions in memory: aim for
+# about this much of the table (Spark's estimate) per partition.
+SHUFFLED_INDEX_BYTES_PER_PARTITION = 128 * 1024 * 1024
+# Spark estimates a plan it cannot size (an RDD, a Python UDF's output) at about Long.MAX_VALUE.
+UNKNOWN_BYTES = 2**62
+
+
+def _shuffle_partitions(stream: DataFrame, table_bytes: int | None) -> int:
+    """The shuffled index's partitions: the session's shuffle partitions, more for a large table."""
+    configured = int(stream.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    if table_bytes is None or table_bytes >= UNKNOWN_BYTES:
+        return configured
+    return max(configured, -(-table_bytes // SHUFFLED_INDEX_BYTES_PER_PARTITION))
 
 
 def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts: str, table_key: str,
@@ -76,18 +91,26 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
             table that fits in memory, and a session from joins.spark.get_spark. The index is
             built when this function is called (one Spark job over the table); the join stays
             lazy.
+        "index_shuffle": the index's shuffle form, for tables too big to broadcast: both sides
+            are hash-partitioned on the key (the session's shuffle partitions, more for a large
+            table) and each task indexes its partition of the table and probes its partition
+            of the stream. Where "index" can run; lazy but for the partitioning (and, with
+            history retention and no table_stream_time, one job for the table's largest ts).
         "broadcast": the bucketed validity intervals (pure SQL) are broadcast; the stream is
             not shuffled.
         "shuffle": the bucketed intervals and the stream meet through a shuffle on (key,
-            bucket); for tables too big to broadcast.
-        "auto": "index" where it can run and Spark estimates the table at most
-            broadcast_max_bytes, else "broadcast" within that size, else "shuffle" (also where
-            the size is unknown).
+            bucket); for tables too big to broadcast, where the index cannot run.
+        "auto": where the index can run, "index" if Spark estimates the table at most
+            broadcast_max_bytes, else "index_shuffle" (also where the size is unknown); where it
+            cannot, "broadcast" within that size, else "shuffle".
 
     Bad records: a duplicate (key, ts) in the table or a null ts on either side fails naming the
-    record. Where the index finds it (a table record), this function raises InputRecordError;
-    everything else fails in the action that runs the result: run it under
-    `joins.asof.input_errors()` to get InputRecordError there too.
+    record. Where the broadcast index finds it (a table record), this function raises
+    InputRecordError; everything else fails in the action that runs the result: run it under
+    `joins.asof.input_errors()` to get InputRecordError there too. Keys that are not integers are
+    hashed to 64 bits for the index; two table keys sharing a hash (about one table in 10^7 at a
+    million keys) make "auto" use a SQL plan, and fail an "index_shuffle" join's action with
+    HASH_COLLISION: use "shuffle" for that table.
 
     Output: every stream column, then the value columns, then valid_from_col.
     """
@@ -98,11 +121,14 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
                     valid_from_col=valid_from_col, versions_per_bucket=versions_per_bucket,
                     strategy=strategy)
     index_failed = False
-    if strategy == "index":
+    if strategy in ("index", "index_shuffle"):
         reason = index_unusable(plan, stream, table.schema)
         if reason is not None:
-            raise config_error("strategy", f"'index' cannot run here: {reason}; use 'auto', "
+            raise config_error("strategy", f"{strategy!r} cannot run here: {reason}; use 'auto', "
                                            "'broadcast' or 'shuffle'")
+        if strategy == "index_shuffle":
+            return shuffled_index_join(plan, stream, table,
+                                       _shuffle_partitions(stream, _estimated_bytes(table)))
         try:
             return index_join(plan, stream, table)
         except HashCollision:
@@ -110,7 +136,9 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
     if strategy == "auto":
         size = _estimated_bytes(table)
         small = size is not None and size <= broadcast_max_bytes
-        if small and not index_failed and index_unusable(plan, stream, table.schema) is None:
+        if not index_failed and index_unusable(plan, stream, table.schema) is None:
+            if not small:
+                return shuffled_index_join(plan, stream, table, _shuffle_partitions(stream, size))
             try:
                 return index_join(plan, stream, table)
             except HashCollision:

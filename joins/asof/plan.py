@@ -1,5 +1,5 @@
-"""The validated settings of one as-of join: what every strategy (index, broadcast, shuffle) is
-generated from, and the one place that checks a join's configuration."""
+"""The validated settings of one as-of join: what every strategy (index, shuffled index,
+broadcast, shuffle) is generated from, and the one place that checks a join's configuration."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 OPERATOR = "asof_join"
 JoinHow = Literal["inner", "left"]
-Strategy = Literal["auto", "index", "broadcast", "shuffle"]
+Strategy = Literal["auto", "index", "index_shuffle", "broadcast", "shuffle"]
 # Timestamps (with or without time zone) are compared as microseconds since the epoch.
 TsKind = Literal["integral", "timestamp"]
 
@@ -93,9 +93,9 @@ def _check_settings(how: str, strategy: str, history_retention_ms: int | None,
                     table_stream_time: int | None, versions_per_bucket: int) -> None:
     if how not in ("inner", "left"):
         raise config_error("how", f"must be 'inner' or 'left', got {how!r}")
-    if strategy not in ("auto", "index", "broadcast", "shuffle"):
-        raise config_error("strategy", f"must be 'auto', 'index', 'broadcast' or 'shuffle', got "
-                                       f"{strategy!r}")
+    if strategy not in ("auto", "index", "index_shuffle", "broadcast", "shuffle"):
+        raise config_error("strategy", f"must be 'auto', 'index', 'index_shuffle', 'broadcast' or "
+                                       f"'shuffle', got {strategy!r}")
     if history_retention_ms is not None and history_retention_ms < 0:
         raise config_error("history_retention_ms", f"must be >= 0, got {history_retention_ms}")
     if table_stream_time is not None and history_retention_ms is None:

@@ -128,8 +128,10 @@ CONNECT = bool(os.environ.get("TJ_SPARK_REMOTE"))
 INDEX_RUNS = not CONNECT and (jvm.jar_path() is not None or bool(os.environ.get("CI")))
 NO_INDEX = ("the JVM index needs a classic session and this run is Spark Connect" if CONNECT
             else f"JVM helper unavailable: {jvm.unavailable_reason()}")
-RUNNABLE = ["index", "broadcast", "shuffle"] if INDEX_RUNS else ["broadcast", "shuffle"]
-STRATEGIES = [pytest.param("index", marks=pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)),
+RUNNABLE = (["index", "index_shuffle", "broadcast", "shuffle"] if INDEX_RUNS
+            else ["broadcast", "shuffle"])
+STRATEGIES = [*(pytest.param(s, marks=pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX))
+                for s in ("index", "index_shuffle")),
               "broadcast", "shuffle"]
 
 TABLE: list[TableRow] = [
@@ -332,6 +334,29 @@ def test_auto_picks_the_index_for_integer_keys_and_sql_otherwise(spark: Any, tmp
     with pytest.raises(ConfigError, match="'index' cannot run here: the index cannot hash keys of "
                                           "type double"):
         asof_join(s3, t3, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts", strategy="index")
+    with pytest.raises(ConfigError, match="'index_shuffle' cannot run here: the index cannot hash "
+                                          "keys of type double"):
+        asof_join(s3, t3, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts",
+                  strategy="index_shuffle")
+
+
+@pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)
+def test_auto_shuffles_the_index_of_a_table_too_large_to_broadcast(spark: Any, tmp_path: Any) -> None:
+    """Above broadcast_max_bytes the index is built per partition of both sides, shuffled on the
+    key: the same answers as the broadcast index, over the session's shuffle partitions."""
+    spark.createDataFrame(TABLE, TABLE_SCHEMA).write.parquet(str(tmp_path / "t"))
+    tdf = spark.read.parquet(str(tmp_path / "t"))
+    stream: list[StreamRow] = [(i, k, ts, None) for i, (k, ts) in enumerate(
+        [(1, 9), (1, 10), (1, 35), (1, 41), (2, 49), (2, 50), (3, 20), (None, 20)])]
+    sdf = spark.createDataFrame(stream, STREAM_SCHEMA)
+    kwargs: dict[str, Any] = {"stream_key": "k", "stream_ts": "ts", "table_key": "k", "table_ts": "ts",
+                              "how": "left"}
+    shuffled = asof_join(sdf, tdf, broadcast_max_bytes=0, **kwargs)
+    assert _root(shuffled) == "LogicalRDD"
+    assert shuffled.rdd.getNumPartitions() == int(spark.conf.get("spark.sql.shuffle.partitions"))
+    broadcast = asof_join(sdf, tdf, strategy="index", **kwargs)
+    assert sorted(shuffled.collect(), key=repr) == sorted(broadcast.collect(), key=repr)
+    assert len(shuffled.collect()) == len(stream)
 
 
 @pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)
@@ -411,6 +436,18 @@ def test_hashed_keys_check_the_key_itself(spark: Any) -> None:
         with pytest.raises(Exception, match="HASH_COLLISION"):
             entry.index(spark.createDataFrame(clash, schema)._jdf, 3, 1, -1, [2, 0], ["val", "k_copy"],
                         False, 0, False, 0, *args, 1)
+        # The shuffled index finds it in the task that holds both keys.
+        clashing = spark.createDataFrame(clash, schema).repartition(2, "h")
+        shuffled = jvm.shuffled_entry(spark).join(
+            stream.repartition(2, "h")._jdf, 3, 2, clashing._jdf, 3, 1, -1, [2, 0], ["val", "k_copy"],
+            False, 0, False, 0, True, ["null ts"], *args, 1, 1)
+        with pytest.raises(Exception, match="HASH_COLLISION"):
+            DataFrame(shuffled, spark).collect()
+    with pytest.raises(Exception, match="the stream has 3 partitions and the table 2; both must be "
+                                        "partitioned alike"):
+        jvm.shuffled_entry(spark).join(stream.repartition(3, "h")._jdf, 3, 2, table.repartition(2, "h")._jdf,
+                                       3, 1, -1, [2, 0], ["val", "k_copy"], False, 0, False, 0, True,
+                                       ["null ts"], *args, 1, 1)
 
 
 def test_hot_key_is_split_over_many_buckets(spark: Any) -> None:

@@ -170,3 +170,8 @@ def _loaded(spark: SparkSession) -> bool:
 def entry(spark: SparkSession) -> Any:
     """The AsOfJoin class, for calls through py4j."""
     return spark._jvm.temporaljoins.AsOfJoin  # type: ignore[attr-defined]
+
+
+def shuffled_entry(spark: SparkSession) -> Any:
+    """The ShuffledAsOf class (the as-of join's shuffle form), for calls through py4j."""
+    return spark._jvm.temporaljoins.ShuffledAsOf  # type: ignore[attr-defined]

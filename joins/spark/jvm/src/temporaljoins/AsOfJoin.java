@@ -91,23 +91,55 @@ public final class AsOfJoin {
                                         LookupSource lookup, boolean left, List<String> nullTs, int keyCheckOrd,
                                         int keyCheckField) {
     org.apache.spark.sql.classic.Dataset<Row> s = (org.apache.spark.sql.classic.Dataset<Row>) stream;
-    StructField[] streamFields = s.schema().fields();
-    // A hashed key is named by the key itself (keyCheckOrd), not by its hash.
-    int keyTextOrd = keyCheckOrd < 0 ? keyOrd : keyCheckOrd;
-    ValueText keyText = new ValueText(keyTextOrd, streamFields[keyTextOrd].dataType(),
-        s.sparkSession().sessionState().conf().sessionLocalTimeZone());
-    RecordMessage nullTsMessage = new RecordMessage(nullTs);
-    int keyCode = Columns.code(streamFields[keyOrd].dataType(), "the stream key");
-    int tsCode = Columns.code(streamFields[tsOrd].dataType(), "the stream ts");
-    List<StructField> out = new ArrayList<>(Arrays.asList(streamFields));
-    out.addAll(Arrays.asList(valueSchema.fields()));
-    StructType outSchema = new StructType(out.toArray(new StructField[0]));
-    // The rows handed on are (stream row ++ value row) views; the scan over this RDD copies each
-    // into an UnsafeRow before the next one is asked for, so no projection is needed here.
+    Probe probe = new Probe(s, keyOrd, tsOrd, left, nullTs, keyCheckOrd, keyCheckField);
     RDD<InternalRow> rdd = s.queryExecution().toRdd().toJavaRDD().mapPartitions((Iterator<InternalRow> rows) ->
-        (Iterator<InternalRow>) new BatchProbe(rows, lookup.get(), keyOrd, keyCode, tsOrd, tsCode, left,
-            nullTsMessage, keyText, keyCheck(streamFields, keyCheckOrd, keyCheckField))).rdd();
-    return s.sparkSession().internalCreateDataFrame(rdd, outSchema, false);
+        (Iterator<InternalRow>) probe.over(rows, lookup.get())).rdd();
+    return s.sparkSession().internalCreateDataFrame(rdd, probe.outSchema(valueSchema), false);
+  }
+
+  /** How a task probes its stream rows: where the key and ts are, and what a bad row fails with. */
+  static final class Probe implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+    private final StructField[] streamFields;
+    final int keyOrd;
+    final int keyCode;
+    final int tsOrd;
+    final int tsCode;
+    final boolean left;
+    final RecordMessage nullTs;
+    final ValueText keyText;  // names a record by its key
+    final Expression keyCheck;  // null unless keys are hashed: stream key <=> the version's key
+
+    Probe(org.apache.spark.sql.classic.Dataset<Row> stream, int keyOrd, int tsOrd, boolean left, List<String> nullTs,
+          int keyCheckOrd, int keyCheckField) {
+      streamFields = stream.schema().fields();
+      // A hashed key is named by the key itself (keyCheckOrd), not by its hash.
+      int keyTextOrd = keyCheckOrd < 0 ? keyOrd : keyCheckOrd;
+      keyText = new ValueText(keyTextOrd, streamFields[keyTextOrd].dataType(),
+          stream.sparkSession().sessionState().conf().sessionLocalTimeZone());
+      this.nullTs = new RecordMessage(nullTs);
+      this.keyOrd = keyOrd;
+      this.tsOrd = tsOrd;
+      this.left = left;
+      keyCode = Columns.code(streamFields[keyOrd].dataType(), "the stream key");
+      tsCode = Columns.code(streamFields[tsOrd].dataType(), "the stream ts");
+      keyCheck = keyCheck(streamFields, keyCheckOrd, keyCheckField);
+    }
+
+    /** Every stream column, then the index's value columns. */
+    StructType outSchema(StructType valueSchema) {
+      List<StructField> out = new ArrayList<>(Arrays.asList(streamFields));
+      out.addAll(Arrays.asList(valueSchema.fields()));
+      return new StructType(out.toArray(new StructField[0]));
+    }
+
+    /**
+     * The rows handed on are (stream row ++ value row) views; the scan over the output RDD copies
+     * each into an UnsafeRow before the next one is asked for, so no projection is needed here.
+     */
+    BatchProbe over(Iterator<InternalRow> rows, Lookup lookup) {
+      return new BatchProbe(rows, lookup, this);
+    }
   }
 
   /** The probe's check that a hashed key's answer is for the key itself: stream key <=> value key. */

@@ -4,7 +4,6 @@ import java.util.Iterator;
 import java.util.NoSuchElementException;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.BasePredicate;
-import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.JoinedRow;
 import org.apache.spark.sql.catalyst.expressions.Predicate;
@@ -31,8 +30,7 @@ final class BatchProbe implements Iterator<InternalRow> {
   private final int tsOrd;
   private final int tsCode;
   private final boolean left;
-  private final RecordMessage nullTs;
-  private final ValueText keyText;  // names a record by its key
+  private final AsOfJoin.Probe probe;  // names a bad record
   private final BasePredicate sameKey;  // null unless keys are hashed: then the key itself must match
   private final InternalRow[] batch = new InternalRow[BATCH];
   private final long[] ranges = new long[BATCH];
@@ -45,21 +43,20 @@ final class BatchProbe implements Iterator<InternalRow> {
   private int at;
   private int sink;  // keeps the touch pass from being optimised away
 
-  BatchProbe(Iterator<InternalRow> rows, Lookup index, int keyOrd, int keyCode, int tsOrd, int tsCode,
-             boolean left, RecordMessage nullTs, ValueText keyText, Expression keyCheck) {
+  BatchProbe(Iterator<InternalRow> rows, Lookup index, AsOfJoin.Probe probe) {
     this.rows = rows;
     this.index = index;
-    this.keyOrd = keyOrd;
-    this.keyCode = keyCode;
-    this.tsOrd = tsOrd;
-    this.tsCode = tsCode;
-    this.left = left;
-    this.nullTs = nullTs;
-    this.keyText = keyText;
-    if (keyCheck == null) {
+    this.probe = probe;
+    // Copied into fields: read for every row.
+    this.keyOrd = probe.keyOrd;
+    this.keyCode = probe.keyCode;
+    this.tsOrd = probe.tsOrd;
+    this.tsCode = probe.tsCode;
+    this.left = probe.left;
+    if (probe.keyCheck == null) {
       this.sameKey = null;
     } else {
-      this.sameKey = Predicate.create(keyCheck);
+      this.sameKey = Predicate.create(probe.keyCheck);
       this.sameKey.initialize(0);
     }
     this.value = new UnsafeRow(index.valueFields());
@@ -75,7 +72,7 @@ final class BatchProbe implements Iterator<InternalRow> {
     for (int i = 0; i < size; i++) {
       InternalRow r = batch[i];
       // A row that cannot be placed in time is never dropped silently.
-      if (r.isNullAt(tsOrd)) throw new IllegalArgumentException(nullTs.fill(keyText.of(r), null));
+      if (r.isNullAt(tsOrd)) throw new IllegalArgumentException(probe.nullTs.fill(probe.keyText.of(r), null));
       if (r.isNullAt(keyOrd)) {
         ranges[i] = -1;
         deltaRanges[i] = -1;

@@ -124,7 +124,8 @@ final class Runs {
       int size = v.getSizeInBytes();
       if ((long) used + size > Integer.MAX_VALUE - 16) {
         throw new IllegalStateException("as-of index: a table partition holds over 2 GiB of values; "
-            + "this table is too large to broadcast (use the shuffle strategy)");
+            + "too large to index in memory (use the strategy 'index_shuffle' with more shuffle partitions, "
+            + "or 'shuffle')");
       }
       if (used + size > bytes.length) {
         bytes = Arrays.copyOf(bytes, (int) Math.min(Integer.MAX_VALUE - 16, Math.max(2L * bytes.length, (long) used + size)));
@@ -176,7 +177,7 @@ final class Runs {
     }
     if (bytes > Integer.MAX_VALUE - 16) {
       throw new IllegalStateException("as-of index: the table holds " + bytes + " bytes of values, "
-          + "over the 2 GiB an index can hold; use the shuffle strategy");
+          + "over the 2 GiB an index can hold; use the strategy 'index_shuffle' or 'shuffle'");
     }
     Run all = allocate(n, width, (int) bytes);
     int[] cursor = new int[runs.size()];

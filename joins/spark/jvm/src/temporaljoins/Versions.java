@@ -23,10 +23,12 @@ import org.apache.spark.sql.types.StructType;
  * A table's versions as the index reads them (which columns are the key, ts, tombstone, values and
  * sequence), gathered by one Spark job into one sorted {@link Runs.Run} and turned into a broadcast
  * {@link VersionIndex}. Frames of one schema share a layout: the history a {@link IndexCache}
- * holds and the rows a later batch adds to it.
+ * holds and the rows a later batch adds to it. Serializable so that a task can pack and merge a
+ * partition's versions itself ({@link ShuffledAsOf}).
  */
-final class Versions {
-  private final org.apache.spark.SparkContext sparkContext;
+final class Versions implements java.io.Serializable {
+  private static final long serialVersionUID = 1L;
+  private final transient org.apache.spark.SparkContext sparkContext;
   final Runs.Layout layout;
   final StructType valueSchema;
   final DataType[] valueTypes;
@@ -80,6 +82,14 @@ final class Versions {
           .mapPartitions((Iterator<InternalRow> rows) -> Collections.singletonList(Runs.pack(rows, l)).iterator())
           .collect());
     }
+    return merge(runs);
+  }
+
+  /**
+   * Sorted runs merged into one, each (key, ts) once: a duplicate without a sequence to order it
+   * fails naming the record, and a hashed key shared by two keys fails with HASH_COLLISION.
+   */
+  Runs.Run merge(List<Runs.Run> runs) {
     Runs.Run all = Runs.merge(runs, new Runs.Duplicate() {
       @Override
       public RuntimeException collision(Runs.Run merged, int i, Runs.Run other, int j) {
@@ -116,9 +126,12 @@ final class Versions {
   }
 
   private Broadcast<VersionIndex> ship(Runs.Run run, boolean hasBound, long bound) {
-    VersionIndex index = new VersionIndex(run.keys, run.ts, run.tombstone, run.values, run.offsets, valueSchema,
-        hasBound, bound);
-    return JavaSparkContext.fromSparkContext(sparkContext).broadcast(index);
+    return JavaSparkContext.fromSparkContext(sparkContext).broadcast(index(run, hasBound, bound));
+  }
+
+  VersionIndex index(Runs.Run run, boolean hasBound, long bound) {
+    return new VersionIndex(run.keys, run.ts, run.tombstone, run.values, run.offsets, valueSchema, hasBound,
+        bound);
   }
 
   /** History retention's bound: lookups below it are answered by a key's latest version only. */
