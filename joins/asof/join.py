@@ -94,8 +94,9 @@ def asof_join(stream: DataFrame, table: DataFrame, *, stream_key: str, stream_ts
         "index_shuffle": the index's shuffle form, for tables too big to broadcast: both sides
             are hash-partitioned on the key (the session's shuffle partitions, more for a large
             table) and each task indexes its partition of the table and probes its partition
-            of the stream. Where "index" can run; lazy but for the partitioning (and, with
-            history retention and no table_stream_time, one job for the table's largest ts).
+            of the stream. Where "index" can run. Not lazy: Spark's adaptive execution runs
+            both sides' shuffles when the join is built (to make the RDD the tasks read), and
+            history retention without table_stream_time takes one job for the table's largest ts.
         "broadcast": the bucketed validity intervals (pure SQL) are broadcast; the stream is
             not shuffled.
         "shuffle": the bucketed intervals and the stream meet through a shuffle on (key,
