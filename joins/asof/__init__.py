@@ -3,9 +3,10 @@ versioned table valid at its ts (seed 000's get(key, ts)). A building block: the
 table's `lookup_as_of` and the stream-table join's table side both run on it.
 
 Modules: `plan` (settings and their validation), `join` (`asof_join` and the strategy choice),
-`index` (the JVM version index, joins/spark/jvm), `held` (that index kept from one micro-batch
-to the next, in layers), `window` (the part of a large table that is held), `sql` (the
-bucketed-interval SQL plans), `errors` (bad records as InputRecordError under every strategy).
+`index` (the JVM version index, joins/spark/jvm: broadcast, or one per partition), `held` (that
+index kept from one micro-batch to the next, in layers), `window` (the part of a large table that
+is held), `sql` (the bucketed-interval SQL plans), `errors` (bad records as InputRecordError
+under every strategy).
 docs/asof_join.md.
 """
 

@@ -1,7 +1,9 @@
 """The "index" strategy: the table becomes a version index in the JVM (temporaljoins.AsOfJoin,
 joins/spark/jvm), sorted by (key, ts) and broadcast; each stream partition answers its rows by
-binary search where they lie. The fastest strategy by far (bench/asof_join.py), with the same
-answers as the SQL plans by the same rules: the index applies tombstones and the retention bound.
+binary search where they lie. Its shuffle form ("index_shuffle", temporaljoins.ShuffledAsOf) is
+for a table too large to broadcast: both sides partitioned on the key, an index per partition.
+The fastest strategies by far (bench/asof_join.py), with the same answers as the SQL plans by the
+same rules: the index applies tombstones and the retention bound.
 
 Columns are passed by position and read in the JVM (integer ts as is, timestamps as their
 microseconds): no projection in front of either side. Integer keys are the index's keys; any
