@@ -353,8 +353,11 @@ def test_auto_shuffles_the_index_of_a_table_too_large_to_broadcast(spark: Any, t
                               "how": "left"}
     shuffled = asof_join(sdf, tdf, broadcast_max_bytes=0, **kwargs)
     assert _root(shuffled) == "LogicalRDD"
+    lineage = shuffled._jdf.queryExecution().analyzed().rdd().toDebugString()
+    assert "ZippedPartitions" in lineage  # the shuffle form, not the broadcast index
     assert shuffled.rdd.getNumPartitions() == int(spark.conf.get("spark.sql.shuffle.partitions"))
     broadcast = asof_join(sdf, tdf, strategy="index", **kwargs)
+    assert "ZippedPartitions" not in broadcast._jdf.queryExecution().analyzed().rdd().toDebugString()
     assert sorted(shuffled.collect(), key=repr) == sorted(broadcast.collect(), key=repr)
     assert len(shuffled.collect()) == len(stream)
 
