@@ -137,6 +137,33 @@ def index_join(plan: AsOfPlan, stream: DataFrame, table: DataFrame) -> DataFrame
     return probe(plan, stream, index, layout)
 
 
+@dataclass(frozen=True)
+class _StreamSide:
+    """The stream as the probe reads it (with the key's hash where keys are not integers) and
+    where: the column probed, the ts, and the key itself that a hashed key's answers are checked
+    against (-1: integer keys)."""
+
+    frame: DataFrame
+    key: str
+    key_ord: int
+    ts_ord: int
+    key_check_ord: int
+
+
+def _stream_side(plan: AsOfPlan, stream: DataFrame) -> _StreamSide:
+    if not plan.integral_keys:
+        stream = _with_hash(stream, plan.lookup_key)
+    key = plan.lookup_key if plan.integral_keys else _HASHED
+    cols = stream.columns
+    return _StreamSide(stream, key, cols.index(key), cols.index(plan.stream_ts),
+                      -1 if plan.integral_keys else cols.index(plan.lookup_key))
+
+
+def _visible(plan: AsOfPlan, joined: DataFrame) -> DataFrame:
+    """The joined frame without the index's hidden columns."""
+    return joined if plan.integral_keys else joined.drop(_HASHED, _KEY_COPY)
+
+
 def shuffled_index_join(plan: AsOfPlan, stream: DataFrame, table: DataFrame,
                         partitions: int) -> DataFrame:
     """The join through per-partition indexes (temporaljoins.ShuffledAsOf): both sides
@@ -151,20 +178,15 @@ def shuffled_index_join(plan: AsOfPlan, stream: DataFrame, table: DataFrame,
     spark = stream.sparkSession
     table = prepared_table(plan, table)
     layout = index_layout(plan, table.columns)
-    if not plan.integral_keys:
-        stream = _with_hash(stream, plan.lookup_key)
-    stream_key = _HASHED if not plan.integral_keys else plan.lookup_key
-    table_key = _HASHED if not plan.integral_keys else plan.table_key
+    side = _stream_side(plan, stream)
     # One type on both sides: an int key and a long key of one value hash to different partitions.
-    stream = stream.repartition(partitions, F.col(ident(stream_key)).cast("long"))
-    table = table.repartition(partitions, F.col(ident(table_key)).cast("long"))
-    cols = stream.columns
+    shuffled = side.frame.repartition(partitions, F.col(ident(side.key)).cast("long"))
+    table = table.repartition(partitions, F.col(ident(table.columns[layout.key])).cast("long"))
     joined = _DataFrame(built(lambda: jvm.shuffled_entry(spark).join(
-        stream._jdf, cols.index(stream_key), cols.index(plan.stream_ts), table._jdf, *layout.args(),
-        *bounds(plan), plan.how == "left", jvm_template(null_ts(plan, "stream")),
-        jvm_template(null_ts(plan, "table")), jvm_template(duplicate_version(plan)),
-        cols.index(plan.lookup_key) if not plan.integral_keys else -1, layout.key_check_field)), spark)
-    return joined if plan.integral_keys else joined.drop(_HASHED, _KEY_COPY)
+        shuffled._jdf, side.key_ord, side.ts_ord, table._jdf, *layout.args(), *bounds(plan),
+        plan.how == "left", jvm_template(null_ts(plan, "stream")), jvm_template(null_ts(plan, "table")),
+        jvm_template(duplicate_version(plan)), side.key_check_ord, layout.key_check_field)), spark)
+    return _visible(plan, joined)
 
 
 def probe(plan: AsOfPlan, stream: DataFrame, index: Any, layout: IndexLayout, *,
@@ -175,15 +197,10 @@ def probe(plan: AsOfPlan, stream: DataFrame, index: Any, layout: IndexLayout, *,
 
     from joins.spark import jvm
 
-    spark = stream.sparkSession
-    if not plan.integral_keys:
-        stream = _with_hash(stream, plan.lookup_key)
-    probe_key = _HASHED if not plan.integral_keys else plan.lookup_key
-    stream_cols = stream.columns
-    entry = jvm.entry(spark)
+    side = _stream_side(plan, stream)
+    entry = jvm.entry(stream.sparkSession)
     joined = _DataFrame((entry.probeHeld if held else entry.probe)(
-        stream._jdf, stream_cols.index(probe_key), stream_cols.index(plan.stream_ts), index,
-        plan.how == "left", jvm_template(null_ts(plan, "stream")),
-        stream_cols.index(plan.lookup_key) if not plan.integral_keys else -1,
-        layout.key_check_field), spark)
-    return joined if plan.integral_keys else joined.drop(_HASHED, _KEY_COPY)
+        side.frame._jdf, side.key_ord, side.ts_ord, index, plan.how == "left",
+        jvm_template(null_ts(plan, "stream")), side.key_check_ord, layout.key_check_field),
+        stream.sparkSession)
+    return _visible(plan, joined)

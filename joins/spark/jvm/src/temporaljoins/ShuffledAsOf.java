@@ -47,10 +47,10 @@ public final class ShuffledAsOf {
     boolean hasBound = false;
     long bound = 0;
     if (hasRetention) {
-      long max = hasStreamTime ? streamTime : maxTs(tableRows, versions.layout);
+      long maxTs = hasStreamTime ? 0 : maxTs(tableRows, versions.layout);
       // No version at all: nothing to bound (as the broadcast form, which bounds only a non-empty index).
-      hasBound = hasStreamTime || max != Long.MIN_VALUE;
-      bound = Versions.bound(retention, true, max, max);
+      hasBound = hasStreamTime || maxTs != Long.MIN_VALUE;
+      bound = Versions.bound(retention, hasStreamTime, streamTime, maxTs);
     }
     AsOfJoin.Probe probe = new AsOfJoin.Probe(s, streamKeyOrd, streamTsOrd, left, streamNullTs, keyCheckOrd,
         keyCheckField);
