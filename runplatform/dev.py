@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,10 +101,25 @@ def warm_spark(log_dir: Path, *, warm_up: bool = True) -> Iterator[WarmSpark]:
 
 
 @contextlib.contextmanager
-def run_worker(home: Path, *, warm_up: bool = True) -> Iterator[subprocess.Popen[bytes] | None]:
+def process_tmpdir() -> Iterator[dict[str, str]]:
+    """`TMPDIR` for the processes started in the block, removed after it. `dagster dev` keeps
+    its workspace file (naming its code servers' sockets) in a temporary directory it removes
+    only when it exits on its own: stopped with its process group, it left one in /tmp per
+    start. The run worker gets it too (what its Python leaves if killed goes with it). Short
+    on purpose: a code server's socket lies in it, and a socket's path must fit in 107 bytes."""
+    scratch = tempfile.mkdtemp(prefix="tj-dev-")
+    try:
+        yield {"TMPDIR": scratch}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def run_worker(home: Path, *, warm_up: bool = True,
+               env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes] | None]:
     """The warm run worker (`runplatform.run_worker`) for the block, in its own process group,
     unless TJ_RUN_WORKER=0; its log is `home/run-worker.log`. `warm_up`: it runs the demo's
-    jobs on a sample first (unless TJ_WARM_UP=0)."""
+    jobs on a sample first (unless TJ_WARM_UP=0). `env`: added to its environment."""
     if os.environ.get("TJ_RUN_WORKER", "1") == "0":
         yield None
         return
@@ -112,7 +128,7 @@ def run_worker(home: Path, *, warm_up: bool = True) -> Iterator[subprocess.Popen
           f"(log {log}; TJ_RUN_WORKER=0 starts a process per run)", file=sys.stderr, flush=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "runplatform.run_worker"], cwd=REPO,
-                                env={**os.environ, "DAGSTER_HOME": str(home),
+                                env={**os.environ, "DAGSTER_HOME": str(home), **(env or {}),
                                      **({} if warm_up else {"TJ_WARM_UP": "0"})}, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
@@ -156,12 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     # process group of its own, stopped first, then the run worker's and the Connect server's.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    with run_worker(home) as worker, \
+    with process_tmpdir() as tmpdir, run_worker(home, env=tmpdir) as worker, \
             (warm_spark(home / "spark-connect") if worker is None
              else contextlib.nullcontext(WarmSpark({}))) as warm:
         cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"),
                "-h", "127.0.0.1", "-p", port, *args]
-        proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **warm.env},
+        proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **warm.env, **tmpdir},
                                 start_new_session=True)
         try:
             return proc.wait()

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -64,8 +66,11 @@ def test_dev_serves_the_port_asked_for_and_stops_everything_within_10_s(tmp_path
     port = free_port()
     # The run worker warms up (a JVM running the demo's jobs on a sample) while the UI starts:
     # what a user stops is busy.
+    # Its own temporary directory, short (a code server's socket lies below it): whatever a
+    # process it started leaves there is found below.
+    tmpdir = Path(tempfile.mkdtemp(prefix="tj-test-"))
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"),
-           "TJ_LAKE_ROOT": str(tmp_path / "lake")}
+           "TJ_LAKE_ROOT": str(tmp_path / "lake"), "TMPDIR": str(tmpdir)}
     log = tmp_path / "dev.log"
     with open(log, "wb") as out:
         dev = subprocess.Popen([sys.executable, "-m", "runplatform.dev", "--port", str(port)],
@@ -100,6 +105,8 @@ def test_dev_serves_the_port_asked_for_and_stops_everything_within_10_s(tmp_path
         assert not left, f"still running 10 s after {how}: {left}"
         assert time.monotonic() - stopped_at < 10
         assert not list(scratch.iterdir()), "the run worker's temporary files were left behind"
+        left_in_tmp = sorted(str(p.relative_to(tmpdir)) for p in tmpdir.rglob("*"))
+        assert not left_in_tmp, f"temporary files left behind: {left_in_tmp}"
     finally:
         # On a failure above, stop it as a user would (it stops the groups it started), then
         # kill whatever is left: `dagster dev` and the run worker lead groups of their own,
@@ -115,3 +122,4 @@ def test_dev_serves_the_port_asked_for_and_stops_everything_within_10_s(tmp_path
         for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(tmpdir, ignore_errors=True)
