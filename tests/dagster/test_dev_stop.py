@@ -65,9 +65,8 @@ def test_dev_serves_the_port_asked_for_and_stops_everything_within_10_s(tmp_path
                                                                        how: str) -> None:
     port = free_port()
     # The run worker warms up (a JVM running the demo's jobs on a sample) while the UI starts:
-    # what a user stops is busy.
-    # Its own temporary directory, short (a code server's socket lies below it): whatever a
-    # process it started leaves there is found below.
+    # what a user stops is busy. `./tj dev` gets a TMPDIR of its own, short (a code server's
+    # socket lies below it), where whatever a process it started leaves is found.
     tmpdir = Path(tempfile.mkdtemp(prefix="tj-test-"))
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"),
            "TJ_LAKE_ROOT": str(tmp_path / "lake"), "TMPDIR": str(tmpdir)}
