@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from joins.spark.server import free_port
+from runplatform.dev import process_tmpdir
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,10 +49,14 @@ class DagsterServer:
         else:
             cmd = [str(Path(sys.executable).with_name("dagster-webserver"))]
         cmd += ["-w", str(REPO / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(self.port)]
+        # Its own TMPDIR, removed in stop(): `dagster dev` removes its workspace file's folder
+        # only when it exits on its own, not when its group is killed after the grace.
+        self._scratch = contextlib.ExitStack()
+        tmpdir = self._scratch.enter_context(process_tmpdir())
         log = open(self.log_path, "ab")  # the child writes it; closed in stop()
         self._log = log
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env={**self.env, **tmpdir}, stdout=log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
         try:
             self._wait_ready()
         except BaseException:
@@ -125,3 +130,4 @@ class DagsterServer:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc = None
         self._log.close()
+        self._scratch.close()
