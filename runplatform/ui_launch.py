@@ -1,7 +1,8 @@
 """Launch a run the way the Dagster UI does: the `launchRun` GraphQL mutation against the code
 location of `workspace.yaml`, through the instance's run coordinator and run launcher. The
-tests of the UI's runs (tests/dagster/test_ui_*.py) and the benchmark of their latency
-(bench/ui_runs.py) share it, so both measure the path a user's click takes."""
+tests of the UI's runs (tests/dagster/test_ui_run_worker.py, test_ui_launched_backfill.py) and
+the benchmark of their latency (bench/ui_runs.py) share it, so both take the path a user's click
+takes."""
 
 from __future__ import annotations
 
