@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import dagster as dg
 
@@ -71,20 +72,6 @@ def _instance(home: Path, launcher: str) -> Iterator[dg.DagsterInstance]:
         yield instance
     finally:
         instance.dispose()
-
-
-@contextmanager
-def _env(extra: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _timed(launch: Callable[[], tuple[float, float]], runs: int,
@@ -155,7 +142,7 @@ def measure(ways: list[str], runs: int, warmup: int, base: Path) -> dict[str, di
                 raise RuntimeError("no local Spark Connect server: TJ_SPARK_REMOTE, "
                                    "TJ_SPARK_MASTER or TJ_WARM_SPARK=0 is set")
             warm.wait_warm()
-            with _env(warm.env):
+            with patch.dict(os.environ, warm.env):
                 results["process_per_run"] = _launched(home, "", job, DAYS, runs, warmup)
     if "jvm_per_run" in ways:
         print("== jvm_per_run", file=sys.stderr, flush=True)
