@@ -47,6 +47,17 @@ def lin(side: Side, name: str) -> str:
     return f"_{side[0]}{name}"
 
 
+def matched_seqs(pairs: DataFrame, side: Side, *, few: bool) -> DataFrame:
+    """`_seq` of the rows of `side` that joined in this batch, once each. `few`: the side's new
+    and buffered rows are few enough to ship to every task, so the distinct runs in one
+    partition and the anti joins that read it need no shuffle (Spark cannot size the
+    checkpointed pairs: it would shuffle and sort both sides of each)."""
+    from pyspark.sql import functions as F
+
+    seqs = pairs.select(F.col(lin(side, SEQ)).alias(SEQ))
+    return F.broadcast(seqs.coalesce(1).distinct()) if few else seqs.distinct()
+
+
 def prefixed(frame: DataFrame, layout: JoinLayout, side: Side) -> DataFrame:
     from pyspark.sql import functions as F
 

@@ -78,7 +78,13 @@ from joins.operators.interval_join.output import (
     quarantine_rows,
     watermark_rows,
 )
-from joins.operators.interval_join.pairs import batch_pairs, lin, narrowed, old_rows
+from joins.operators.interval_join.pairs import (
+    batch_pairs,
+    lin,
+    matched_seqs,
+    narrowed,
+    old_rows,
+)
 from joins.operators.interval_join.report import IntervalBatchReport
 from joins.operators.interval_join.timeline import Timeline, build_timeline, carry_of, state_of
 from joins.spark.exprs import count_if
@@ -168,7 +174,8 @@ class IntervalJoinStep:
             minima = buffered_minima(needed, timeline.positions, layout, new, old) if needed else {}
             timeline.emit(minima)
         pairs = self._pairs(ctx, layout, new, old, counts)
-        matched = {s: pairs.select(F.col(lin(s, SEQ)).alias(SEQ)).distinct() for s in SIDES}
+        matched = {s: matched_seqs(pairs, s, few=counts.rows(s) + held[s] <= BROADCAST_MAX_ROWS)
+                   for s in SIDES}
         used = {s: used_seqs(table, s) for s in SIDES}
         parts = [pairs.withColumn(KIND, F.lit(JOINED)),
                  *null_pads(layout, timeline, new, evicted_old, used, matched)]
@@ -184,7 +191,7 @@ class IntervalJoinStep:
         late_q = self.spec.late == "quarantine"
         if any(counts.of(s, INVALID) or (late_q and counts.of(s, LATE)) for s in SIDES):
             quarantine = Written(quarantine_rows(layout, timeline, new, ctx.batch_id, late_q))
-        state = self._state_writes(ctx, new, pairs, matched, old, counts)
+        state = self._state_writes(ctx, new, pairs, old, counts)
         def release() -> None:
             for frame in new.values():
                 if small:
@@ -218,8 +225,7 @@ class IntervalJoinStep:
                                             batch_id=ctx.batch_id))
 
     def _state_writes(self, ctx: StepContext, new: dict[Side, DataFrame], pairs: DataFrame,
-                      matched: dict[Side, DataFrame], old: dict[Side, DataFrame | None],
-                      counts: BatchCounts) -> dict[str, Written]:
+                      old: dict[Side, DataFrame | None], counts: BatchCounts) -> dict[str, Written]:
         """The batch's buffered rows (with their flag) and the flags of old rows that joined,
         in one commit (nothing when the batch buffers nothing and no old row could join)."""
         from pyspark.sql import functions as F
