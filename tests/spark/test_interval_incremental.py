@@ -270,13 +270,13 @@ def test_a_batch_is_the_same_whether_its_rows_are_cached_or_checkpointed(
     # The scenarios' batches are all small (checkpointed, the rows that joined shipped to every
     # task); a batch above the limits caches its classified rows and shuffles the rows that
     # joined with the null-padding anti joins instead: both must give the reference's items.
-    from joins.operators.interval_join import spark_incremental
+    from joins.operators.interval_join import pairs
     from joins.scenario import load_scenario
     from joins.scenario.runner import prepare
     from joins.spark import frames
 
     monkeypatch.setattr(frames, "CHECKPOINT_MAX_ROWS", limit)
-    monkeypatch.setattr(spark_incremental, "FEW_ROWS", limit)
+    monkeypatch.setattr(pairs, "FEW_ROWS", limit)
     definition, spec, records = prepare(load_scenario(ROOT / "tests/scenarios/003_join_full.json"))
     for batch_size in (3, None):
         want_m: dict[str, int] = {}

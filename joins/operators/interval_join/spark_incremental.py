@@ -98,12 +98,6 @@ if TYPE_CHECKING:
 
 APP = "interval_join"
 BROADCAST_MAX_ROWS = 2_000_000
-# Up to this many rows of a side (the batch's and the buffer's), the rows of it that joined are
-# gathered in one task and shipped to every task of the null-padding anti joins rather than
-# shuffled and sorted with them: a replay one record a batch 6.7 % faster. Kept small because
-# one task reads every pair: at 10k new rows against 10k or 1M buffered the benchmark
-# (bench/interval_step.py) showed no gain beyond its spread.
-FEW_ROWS = 10_000
 
 
 @dataclass
@@ -180,8 +174,7 @@ class IntervalJoinStep:
             minima = buffered_minima(needed, timeline.positions, layout, new, old) if needed else {}
             timeline.emit(minima)
         pairs = self._pairs(ctx, layout, new, old, counts)
-        matched = {s: matched_seqs(pairs, s, few=counts.rows(s) + held[s] <= FEW_ROWS)
-                   for s in SIDES}
+        matched = {s: matched_seqs(pairs, s, rows=counts.rows(s) + held[s]) for s in SIDES}
         used = {s: used_seqs(table, s) for s in SIDES}
         parts = [pairs.withColumn(KIND, F.lit(JOINED)),
                  *null_pads(layout, timeline, new, evicted_old, used, matched)]
