@@ -58,8 +58,16 @@ def matched_seqs(pairs: DataFrame, side: Side, *, rows: int) -> DataFrame:
     pairs: it would shuffle and sort both sides of each)."""
     from pyspark.sql import functions as F
 
-    seqs = pairs.select(F.col(lin(side, SEQ)).alias(SEQ))
-    return F.broadcast(seqs.coalesce(1).distinct()) if rows <= FEW_ROWS else seqs.distinct()
+    return distinct_ids(pairs.select(F.col(lin(side, SEQ)).alias(SEQ)), shipped=rows <= FEW_ROWS)
+
+
+def distinct_ids(ids: DataFrame, *, shipped: bool) -> DataFrame:
+    """`ids` once each. `shipped`: few enough for one task, so the distinct runs in one
+    partition (no shuffle) and every join reading it gets it whole (Spark cannot size a
+    checkpoint, so it would shuffle and sort both sides)."""
+    from pyspark.sql import functions as F
+
+    return F.broadcast(ids.coalesce(1).distinct()) if shipped else ids.distinct()
 
 
 def prefixed(frame: DataFrame, layout: JoinLayout, side: Side) -> DataFrame:

@@ -80,6 +80,7 @@ from joins.operators.interval_join.output import (
 )
 from joins.operators.interval_join.pairs import (
     batch_pairs,
+    distinct_ids,
     lin,
     matched_seqs,
     narrowed,
@@ -236,16 +237,10 @@ class IntervalJoinStep:
         for side in SIDES:
             if counts.of(side, BUFFERED):
                 writes += 1
-                # The batch's own rows that joined: at most its row count, so shipped to every
-                # task when small (Spark cannot size a checkpoint, so it would sort and shuffle
-                # both sides).
+                # The batch's own rows that joined: at most its row count.
                 flags = (pairs.where(~F.col(lin(side, "_old")))
                          .select(F.col(lin(side, SEQ)).alias("_hit")))
-                if counts.rows(side) <= BROADCAST_MAX_ROWS:
-                    # One partition: the distinct needs no shuffle before the broadcast.
-                    flags = F.broadcast(flags.coalesce(1).distinct())
-                else:
-                    flags = flags.distinct()
+                flags = distinct_ids(flags, shipped=counts.rows(side) <= BROADCAST_MAX_ROWS)
                 rows = (new[side].where((F.col(CLASS) == BUFFERED) & F.col(EVICT).isNull())
                         .join(flags, F.col(SEQ) == F.col("_hit"), "left")
                         .withColumn(USED0, F.col("_hit").isNotNull()))
