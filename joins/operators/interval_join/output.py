@@ -56,6 +56,8 @@ from joins.sql import SIDES, Side
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from joins.operators.interval_join.counts import BatchCounts
+
 LINEAGE_OUT = (SIDE_SEQ["left"], SIDE_SEQ["right"], KIND, EMIT_POS, EMIT_PHASE, ORDER_BATCH,
                ORDER_POS, ORDER_SEQ, SLOT, SUB, WM_KEY, WM_TS)
 
@@ -86,8 +88,11 @@ def padded(rows: DataFrame, side: Side, *, emit_pos: Column, phase: Column, orde
 
 def null_pads(layout: JoinLayout, timeline: Timeline, new: dict[Side, DataFrame],
               evicted_old: dict[Side, DataFrame | None], used: dict[Side, DataFrame | None],
-              matched: dict[Side, DataFrame]) -> list[DataFrame]:
-    """The null-padded rows of the batch's outer sides."""
+              matched: dict[Side, DataFrame], counts: BatchCounts) -> list[DataFrame]:
+    """The null-padded rows of the batch's outer sides. A kind of row the batch's counts say
+    it has none of gets no frame: each frame costs Spark an analysis now, a branch of the
+    output's plan and its tasks in the write, and (for the anti joins) a job shipping the rows
+    that joined; a single-record batch has rows of one class on one side."""
     from pyspark.sql import functions as F
 
     out = []
@@ -98,11 +103,15 @@ def null_pads(layout: JoinLayout, timeline: Timeline, new: dict[Side, DataFrame]
         rows = new[side]
         seg2 = F.col(SEG) * F.lit(2)
         at = F.col(POS)
-        out.append(padded(rows.where(F.col(CLASS) == FILTERED).select(*cols, SEG), side,
-                          emit_pos=at, phase=F.lit(PHASE_AT_ARRIVAL), order=False, slot=seg2))
-        oob = rows.where(F.col(CLASS) == OOB).join(matched[side], SEQ, "left_anti")
-        out.append(padded(oob.select(*cols, SEG), side, emit_pos=at, phase=F.lit(PHASE_OOB_PAD),
-                          order=False, slot=seg2))
+        if counts.of(side, FILTERED):
+            out.append(padded(rows.where(F.col(CLASS) == FILTERED).select(*cols, SEG), side,
+                              emit_pos=at, phase=F.lit(PHASE_AT_ARRIVAL), order=False, slot=seg2))
+        if counts.of(side, OOB):
+            oob = rows.where(F.col(CLASS) == OOB).join(matched[side], SEQ, "left_anti")
+            out.append(padded(oob.select(*cols, SEG), side, emit_pos=at,
+                              phase=F.lit(PHASE_OOB_PAD), order=False, slot=seg2))
+        if not counts.evicted_rows(side):
+            continue   # neither a new nor an old row of this side leaves the buffer
         gone = rows.where((F.col(CLASS) == "buffered") & F.col(EVICT).isNotNull()).select(*cols, EVICT)
         old = evicted_old[side]
         if old is not None:

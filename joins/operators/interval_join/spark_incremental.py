@@ -178,7 +178,7 @@ class IntervalJoinStep:
         matched = {s: matched_seqs(pairs, s, rows=counts.rows(s) + held[s]) for s in SIDES}
         used = {s: used_seqs(table, s) for s in SIDES}
         parts = [pairs.withColumn(KIND, F.lit(JOINED)),
-                 *null_pads(layout, timeline, new, evicted_old, used, matched)]
+                 *null_pads(layout, timeline, new, evicted_old, used, matched, counts)]
         markers = watermark_rows(ctx.spark, layout, timeline)
         if markers is not None:
             parts.append(markers)
