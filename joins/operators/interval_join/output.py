@@ -10,6 +10,7 @@ watermarks, so that a join reading it downstream receives them in order (`_order
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from joins.operators.interval_join.classify import (
@@ -87,12 +88,14 @@ def padded(rows: DataFrame, side: Side, *, emit_pos: Column, phase: Column, orde
 
 
 def null_pads(layout: JoinLayout, timeline: Timeline, new: dict[Side, DataFrame],
-              evicted_old: dict[Side, DataFrame | None], used: dict[Side, DataFrame | None],
-              matched: dict[Side, DataFrame], counts: BatchCounts) -> list[DataFrame]:
+              evicted_old: dict[Side, DataFrame | None], used: Callable[[Side], DataFrame | None],
+              matched: Callable[[Side], DataFrame], counts: BatchCounts) -> list[DataFrame]:
     """The null-padded rows of the batch's outer sides. A kind of row the batch's counts say
     it has none of gets no frame: each frame costs Spark an analysis now, a branch of the
     output's plan and its tasks in the write, and (for the anti joins) a job shipping the rows
-    that joined; a single-record batch has rows of one class on one side."""
+    that joined; a single-record batch has rows of one class on one side. `used` and `matched`
+    (a side's rows that joined in an earlier batch, in this one) are built only for a pad that
+    reads them, for the same reason."""
     from pyspark.sql import functions as F
 
     out = []
@@ -107,7 +110,7 @@ def null_pads(layout: JoinLayout, timeline: Timeline, new: dict[Side, DataFrame]
             out.append(padded(rows.where(F.col(CLASS) == FILTERED).select(*cols, SEG), side,
                               emit_pos=at, phase=F.lit(PHASE_AT_ARRIVAL), order=False, slot=seg2))
         if counts.of(side, OOB):
-            oob = rows.where(F.col(CLASS) == OOB).join(matched[side], SEQ, "left_anti")
+            oob = rows.where(F.col(CLASS) == OOB).join(matched(side), SEQ, "left_anti")
             out.append(padded(oob.select(*cols, SEG), side, emit_pos=at,
                               phase=F.lit(PHASE_OOB_PAD), order=False, slot=seg2))
         if not counts.evicted_rows(side):
@@ -116,10 +119,11 @@ def null_pads(layout: JoinLayout, timeline: Timeline, new: dict[Side, DataFrame]
         old = evicted_old[side]
         if old is not None:
             old = old.where(~F.col(USED0))
-            if used[side] is not None:
-                old = old.join(used[side], SEQ, "left_anti")
+            earlier = used(side)
+            if earlier is not None:
+                old = old.join(earlier, SEQ, "left_anti")
             gone = gone.unionByName(old.select(*cols, EVICT))
-        gone = gone.join(matched[side], SEQ, "left_anti")
+        gone = gone.join(matched(side), SEQ, "left_anti")
         out.append(padded(gone, side, emit_pos=_event_pos(timeline, F.col(EVICT)),
                           phase=F.lit(PHASE_EVICTED + rank), order=True,
                           slot=F.col(EVICT) * F.lit(2) + F.lit(1)))

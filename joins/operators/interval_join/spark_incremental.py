@@ -175,10 +175,12 @@ class IntervalJoinStep:
             minima = buffered_minima(needed, timeline.positions, layout, new, old) if needed else {}
             timeline.emit(minima)
         pairs = self._pairs(ctx, layout, new, old, counts)
-        matched = {s: matched_seqs(pairs, s, rows=counts.rows(s) + held[s]) for s in SIDES}
-        used = {s: used_seqs(table, s) for s in SIDES}
+        def matched(side: Side) -> DataFrame:
+            return matched_seqs(pairs, side, rows=counts.rows(side) + held[side])
+
         parts = [pairs.withColumn(KIND, F.lit(JOINED)),
-                 *null_pads(layout, timeline, new, evicted_old, used, matched, counts)]
+                 *null_pads(layout, timeline, new, evicted_old, lambda side: used_seqs(table, side),
+                            matched, counts)]
         markers = watermark_rows(ctx.spark, layout, timeline)
         if markers is not None:
             parts.append(markers)
