@@ -79,7 +79,7 @@ def ingest_stream_batch(spark: SparkSession, source: IngestSource, files: Sequen
             stored = int(stats["n"]) if stats else 0
             max_ts = stats["max_ts"] if stats else None
             quarantined = bad.count()
-            commit_quarantine(bad, source.quarantine, source_id=source.name, batch_id=batch_id,
+            commit_quarantine(lambda: bad, source.quarantine, source_id=source.name, batch_id=batch_id,
                               count=quarantined, before_commit=before_commit)
             if before_commit is not None:
                 before_commit()

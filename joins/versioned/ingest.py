@@ -227,11 +227,12 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
         n_bad = 0 if bad is None else bad.count()
         n_expired = counts.get(EXPIRED, 0)
 
-        rows = expired_quarantine_rows(classified, layout, source_id=source_id, batch_id=batch_id,
-                                       ts_col=ts_col, tombstone_col=tombstone_col,
-                                       arrival_col=arrival_col)
-        if bad is not None:
-            rows = rows.unionByName(bad)
+        def rows() -> DataFrame:
+            expired = expired_quarantine_rows(classified, layout, source_id=source_id,
+                                              batch_id=batch_id, ts_col=ts_col,
+                                              tombstone_col=tombstone_col, arrival_col=arrival_col)
+            return expired if bad is None else expired.unionByName(bad)
+
         quarantine_commit = commit_quarantine(rows, quarantine_path, source_id=source_id,
                                               batch_id=batch_id, count=n_expired + n_bad,
                                               before_commit=before_commit)

@@ -84,23 +84,24 @@ def bad_record_quarantine_rows(bad: DataFrame, *, source_id: str, batch_id: int)
     )
 
 
-def commit_quarantine(rows: DataFrame, path: str, *, source_id: str, batch_id: int, count: int,
-                      before_commit: Callable[[], None] | None = None) -> CommitInfo | None:
+def commit_quarantine(rows: Callable[[], DataFrame], path: str, *, source_id: str, batch_id: int,
+                      count: int, before_commit: Callable[[], None] | None = None) -> CommitInfo | None:
     """Commit batch `batch_id`'s quarantine rows (`count` of them) before its commit point.
     Version-guarded: a concurrent writer makes it fail, never land twice. None: nothing to
-    write."""
+    write. `rows` builds the frame only when something is written: most batches quarantine
+    nothing, and a frame costs an analysis on the driver."""
     from joins.lake import AppTxn, delta_version, txn_version, write_delta
 
     version = delta_version(path)
     landed = None if version is None else txn_version(path, source_id)
     if landed is not None and landed >= batch_id:
-        return _replace_batch(rows, path, version=version, source_id=source_id, batch_id=batch_id,
+        return _replace_batch(rows(), path, version=version, source_id=source_id, batch_id=batch_id,
                               before_commit=before_commit)
     if count == 0:
         return None
     if before_commit is not None:
         before_commit()
-    return write_delta(rows, path, mode="append", app_txn=AppTxn(source_id, batch_id),
+    return write_delta(rows(), path, mode="append", app_txn=AppTxn(source_id, batch_id),
                        expected_version=-1 if version is None else version,
                        commit_message=f"quarantine of batch {batch_id} from {source_id}")
 
