@@ -77,7 +77,8 @@ STORED, EXPIRED, INVALID = "stored", "expired", "invalid"
 def classify_changelog(changelog: DataFrame, layout: VersionedDeltaLayout, *,
                        stream_time_before: int | None, ts_col: str = TS,
                        tombstone_col: str = TOMBSTONE, arrival_col: str = ARRIVAL,
-                       block_rows: int = DEFAULT_BLOCK_ROWS) -> DataFrame:
+                       block_rows: int = DEFAULT_BLOCK_ROWS,
+                       rows_at_most: int | None = None) -> DataFrame:
     """The changelog with `_stream_time` and `_status`: `stored`, `expired`, or `invalid` (a null
     key column, ts, tombstone flag or arrival index, a ts outside years 1..9999, or a repeated
     arrival index: never stored; `_invalid_field` names the field, the caller reports it)."""
@@ -92,7 +93,8 @@ def classify_changelog(changelog: DataFrame, layout: VersionedDeltaLayout, *,
     # An invalid record must not move stream time: hide its ts from the prefix scan.
     scanned = changelog.withColumn("_scan_ts", F.when(refused_field.isNull(), F.col(ts_col)))
     timed = with_stream_time(scanned, stream_time_before=stream_time_before, ts_col="_scan_ts",
-                             arrival_col=arrival_col, block_rows=block_rows).drop("_scan_ts")
+                             arrival_col=arrival_col, block_rows=block_rows,
+                             rows_at_most=rows_at_most).drop("_scan_ts")
     invalid_field = F.coalesce(refused_field, F.when(F.col(DUPLICATE_ARRIVAL), F.lit(arrival_col)))
     st = F.col(STREAM_TIME)
     expired = st.isNotNull() & (F.col(ts_col) < st - F.lit(layout.history_retention_ms))
@@ -171,6 +173,7 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
                      ts_col: str = TS, tombstone_col: str = TOMBSTONE, arrival_col: str = ARRIVAL,
                      bad_records: DataFrame | None = None,
                      block_rows: int = DEFAULT_BLOCK_ROWS,
+                     rows_at_most: int | None = None,
                      before_commit: Callable[[], None] | None = None) -> IngestReport:
     """Apply one changelog micro-batch to the versioned Delta table at `versions_path`.
 
@@ -179,7 +182,9 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
     arrived in; the seed rules are applied in that order). Optional `source_file`/`source_row`
     columns are carried into quarantine rows. `bad_records` (columns BAD_RECORD_COLUMNS) are
     input records a reader refused; they are quarantined in the same commit as expired puts.
-    `before_commit` is called before each commit (a writer lease's `check`).
+    `before_commit` is called before each commit (a writer lease's `check`). `rows_at_most`, when
+    the caller knows a bound on the changelog's records without a job (rows it built), saves
+    one (`stream_time.with_stream_time`).
 
     Batch ids of one source must increase; re-running a committed batch writes nothing and
     returns a `skipped` report. A record with a null key, ts, tombstone flag or arrival index,
@@ -210,7 +215,8 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
                                                                         version=version)
     classified = classify_changelog(changelog, layout, stream_time_before=stream_time_before,
                                     ts_col=ts_col, tombstone_col=tombstone_col,
-                                    arrival_col=arrival_col, block_rows=block_rows).persist()
+                                    arrival_col=arrival_col, block_rows=block_rows,
+                                    rows_at_most=rows_at_most).persist()
     bad = None if bad_records is None else bad_record_quarantine_rows(
         bad_records, source_id=source_id, batch_id=batch_id).persist()
     try:

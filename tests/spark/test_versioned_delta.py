@@ -127,8 +127,10 @@ def grid_lookup(spark: Any, versions: Any, lay: VersionedDeltaLayout,
 
 @pytest.mark.slow
 @settings(max_examples=examples(10))
-@given(case=changelogs(), as_ofs=st.lists(st.integers(-1, 22), min_size=1, max_size=3))
-def test_batch_decisions_and_snapshots_equal_the_store(spark: Any, case: Any, as_ofs: list[int]) -> None:
+@given(case=changelogs(), as_ofs=st.lists(st.integers(-1, 22), min_size=1, max_size=3),
+       bounded=st.booleans())
+def test_batch_decisions_and_snapshots_equal_the_store(spark: Any, case: Any, as_ofs: list[int],
+                                                       bounded: bool) -> None:
     retention, batches, block_rows = case
     lay = layout(retention)
     store, expected = oracle(retention, batches)
@@ -138,8 +140,10 @@ def test_batch_decisions_and_snapshots_equal_the_store(spark: Any, case: Any, as
     stored_frames = []
     arrival = 0
     for batch_id, batch in enumerate(batches):
+        # bounded: the caller tells the batch's size (one block without a job when it fits).
         classified = classify_changelog(batch_frame(spark, batch, arrival), lay,
-                                        stream_time_before=stream_time, block_rows=block_rows)
+                                        stream_time_before=stream_time, block_rows=block_rows,
+                                        rows_at_most=len(batch) if bounded else None)
         rows = sorted(classified.select(ARRIVAL, STATUS, TS).collect(), key=lambda r: r[ARRIVAL])
         decided += [r[STATUS] for r in rows]
         stored_ts = [r[TS] for r in rows if r[STATUS] == STORED]
@@ -186,10 +190,11 @@ def test_put_exactly_at_the_bound_is_stored_below_is_expired(spark: Any) -> None
     assert got == {0: STORED, 1: STORED, 2: EXPIRED}
 
 
-def test_stream_time_from_earlier_batches_expires_records(spark: Any) -> None:
+@pytest.mark.parametrize("rows_at_most", [None, 2], ids=["span_read", "size_told"])
+def test_stream_time_from_earlier_batches_expires_records(spark: Any, rows_at_most: int | None) -> None:
     rows = [("a", 1, 1, 4, False, 0), ("a", 1, 2, 5, False, 1)]
     classified = classify_changelog(spark.createDataFrame(rows, CHANGELOG_SCHEMA), layout(0),
-                                    stream_time_before=5)
+                                    stream_time_before=5, rows_at_most=rows_at_most)
     assert {r[ARRIVAL]: r[STATUS] for r in classified.collect()} == {0: EXPIRED, 1: STORED}
 
 
@@ -376,13 +381,18 @@ def test_compaction_keeps_every_answer_and_drops_unreachable_history(spark: Any,
     ([("a", 1, 1, 5, False, 3), ("b", 1, 1, 6, False, 3)],
      r"record 3, field 'arrival': arrival index appears more than once"),
 ], ids=["null_key", "null_ts", "null_arrival", "duplicate_arrival"])
+@pytest.mark.parametrize(("block_rows", "rows_at_most"), [(1, None), (1 << 20, 2)],
+                         ids=["blocks", "one_block_told"])
 def test_invalid_changelog_refuses_the_batch_before_writing(spark: Any, tmp_path: Path,
-                                                            rows: list[Any], pattern: str) -> None:
+                                                            rows: list[Any], pattern: str,
+                                                            block_rows: int,
+                                                            rows_at_most: int | None) -> None:
     lay, tables = layout(5), Tables.under(tmp_path)
     with pytest.raises(InputRecordError, match=pattern):
         ingest_changelog(spark, spark.createDataFrame(rows, CHANGELOG_SCHEMA), lay,
                          versions_path=tables.versions, quarantine_path=tables.quarantine,
-                         source_id="orders", batch_id=0, block_rows=1)
+                         source_id="orders", batch_id=0, block_rows=block_rows,
+                         rows_at_most=rows_at_most)
     assert not table_exists(tables.versions) and not table_exists(tables.quarantine)
 
 

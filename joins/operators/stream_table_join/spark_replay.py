@@ -74,11 +74,12 @@ def _land_table(spark: SparkSession, spec: StreamTableJoinSpec, records: Sequenc
     if not spec.table.versioned:
         lake.append_rows(spark, table_source, _changelog_rows(records), CHANGELOG_SCHEMA)
         return 0
-    changelog = spark.createDataFrame(_changelog_rows(records), CHANGELOG_SCHEMA)
+    rows = _changelog_rows(records)
     from joins.versioned.ingest import ingest_changelog
 
-    report = ingest_changelog(spark, changelog, _layout(spec), versions_path=table_source,
-                              quarantine_path=table_quarantine, source_id=SOURCE_ID, batch_id=batch)
+    report = ingest_changelog(spark, spark.createDataFrame(rows, CHANGELOG_SCHEMA), _layout(spec),
+                              versions_path=table_source, quarantine_path=table_quarantine,
+                              source_id=SOURCE_ID, batch_id=batch, rows_at_most=len(rows))
     return report.expired
 
 

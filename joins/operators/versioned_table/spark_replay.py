@@ -61,7 +61,7 @@ class TableReplay:
         report = ingest_changelog(self.spark, self.spark.createDataFrame(rows, CHANGELOG_SCHEMA),
                                   self.table.layout, versions_path=self.table.path,
                                   quarantine_path=self.quarantine, source_id=SOURCE_ID,
-                                  batch_id=batch)
+                                  batch_id=batch, rows_at_most=len(rows))
         assert report.versions_commit is not None and report.versions_commit.version is not None
         self.commit = report.versions_commit.version
         if not report.expired:
