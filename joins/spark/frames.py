@@ -63,9 +63,14 @@ def _partitioned_by_caller(df: DataFrame) -> bool:
 _REPARTITIONS = frozenset({"Repartition", "RepartitionByExpression"})
 
 
-def checkpointed(df: DataFrame) -> DataFrame:
-    """`df` materialized once (a local checkpoint) in at most `write_tasks` partitions."""
-    return for_writing(df).localCheckpoint()
+def checkpointed(df: DataFrame, *, eager: bool = True) -> DataFrame:
+    """`df` materialized once (a local checkpoint) in at most `write_tasks` partitions.
+
+    eager=False: by the first Spark job that reads it, its blocks kept for the later ones,
+    instead of by a job of its own. Plans built on it still start from a leaf; a frame whose
+    first reader is a job anyway (a write, a count) saves one job. Not for a frame whose
+    observed metrics the caller waits for (nothing would run the observation)."""
+    return for_writing(df).localCheckpoint(eager=eager)
 
 
 def release_checkpoint(df: DataFrame) -> None:

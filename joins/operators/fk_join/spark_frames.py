@@ -81,7 +81,9 @@ class BatchFrames:
     cached: list[DataFrame] = field(default_factory=list)
 
     def cache(self, df: DataFrame) -> DataFrame:
-        kept = checkpointed(df) if self.checkpoint else df.persist()
+        # Lazy: every frame here is first read by a later frame's broadcast or by a write, so a
+        # checkpoint job of its own would only add a job (a single-record batch had four).
+        kept = checkpointed(df, eager=False) if self.checkpoint else df.persist()
         self.cached.append(kept)
         return kept
 

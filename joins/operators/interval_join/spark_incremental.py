@@ -158,7 +158,8 @@ class IntervalJoinStep:
             classified = classify(raw[side], layout, side, timeline).withColumn(
                 EVICT, F.when(F.col(CLASS) == BUFFERED, evict))
             with ctx.phase("classify"):
-                new[side] = checkpointed(classified) if small else classified.persist()
+                # Lazy either way: the class counts are the first job to read it.
+                new[side] = checkpointed(classified, eager=False) if small else classified.persist()
             buffered = buffered_rows(table, layout, side, timeline.segments[0].floors)
             old[side] = None if buffered is None else buffered.withColumn(EVICT, evict)
         evicted_old = {s: None if old[s] is None else old[s].where(F.col(EVICT).isNotNull())
@@ -220,11 +221,12 @@ class IntervalJoinStep:
             candidates[side] = old_rows(narrowed(old[side], layout, side, lo, hi), F.col(EVICT))
         rows = sum(n for (_s, _c), n in counts.by_class.items())
         with ctx.phase("pairs"):
-            # Materialized once: the output, the flags and the null-padded rows read it.
+            # Materialized once, by the first of the output, the flags and the null-padded
+            # rows to run (no job of its own).
             return checkpointed(batch_pairs(layout, new, candidates,
                                             time_window(layout, self.bin_ms),
                                             broadcast=rows <= BROADCAST_MAX_ROWS,
-                                            batch_id=ctx.batch_id))
+                                            batch_id=ctx.batch_id), eager=False)
 
     def _state_writes(self, ctx: StepContext, new: dict[Side, DataFrame], pairs: DataFrame,
                       old: dict[Side, DataFrame | None], counts: BatchCounts) -> dict[str, Written]:
