@@ -34,7 +34,9 @@ def with_stream_time(changelog: DataFrame, *, stream_time_before: int | None,
     an arrival index (arrival order must be total).
 
     rows_at_most: a bound on the changelog's records the caller knows without a job (rows it
-    built itself); at most `block_rows` makes one block with no job to find the arrivals' span."""
+    built itself); at most `block_rows` makes one block with no job to find the arrivals' span.
+    A bound below the true count costs only speed (one block holds every record), never an
+    answer."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
