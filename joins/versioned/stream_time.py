@@ -50,9 +50,7 @@ def with_stream_time(changelog: DataFrame, *, stream_time_before: int | None,
         # No more records than one block holds, whatever their arrival indices. The span job
         # this skips was a fifth of a small ingest's time.
         one = changelog.withColumn("_block", F.expr(f"CASE WHEN {quoted} IS NOT NULL THEN 0L END"))
-        return _finish(one.withColumn("_carry", F.when(F.col("_block").isNotNull(),
-                                                       F.lit(stream_time_before)).cast("long")),
-                       in_block, ts_col, arrival_col)
+        return _finish(_carry_before(one, stream_time_before), in_block, ts_col, arrival_col)
     span = changelog.agg(F.min(arrival).alias("lo"), F.max(arrival).alias("hi")).first()
     if span is None or span["lo"] is None:
         return (changelog.withColumn(STREAM_TIME, F.lit(stream_time_before).cast("long"))
@@ -66,9 +64,7 @@ def with_stream_time(changelog: DataFrame, *, stream_time_before: int | None,
     if hi - lo < width:
         # One block (every micro-batch below a million records): nothing is carried into it
         # but the table's own stream time, so the pass collecting block maxima is not needed.
-        carried = blocked.withColumn("_carry", F.when(F.col("_block").isNotNull(),
-                                                      F.lit(stream_time_before)).cast("long"))
-        return _finish(carried, in_block, ts_col, arrival_col)
+        return _finish(_carry_before(blocked, stream_time_before), in_block, ts_col, arrival_col)
     # A null arrival (an invalid record, refused later) has no block and carries nothing.
     maxima = sorted((int(r["_block"]), r["m"]) for r in
                     blocked.groupBy("_block").agg(F.max(ts_col).alias("m")).collect()
@@ -82,6 +78,14 @@ def with_stream_time(changelog: DataFrame, *, stream_time_before: int | None,
     carries = spark.createDataFrame(carry_rows, "_block long, _carry long")
     return _finish(blocked.join(F.broadcast(carries), on="_block", how="left"), in_block,
                    ts_col, arrival_col)
+
+
+def _carry_before(blocked: DataFrame, stream_time_before: int | None) -> DataFrame:
+    """One block's carry: the table's own stream time (none for a record without a block)."""
+    from pyspark.sql import functions as F
+
+    return blocked.withColumn("_carry", F.when(F.col("_block").isNotNull(),
+                                               F.lit(stream_time_before)).cast("long"))
 
 
 def _finish(carried: DataFrame, in_block: WindowSpec, ts_col: str, arrival_col: str) -> DataFrame:
