@@ -151,8 +151,10 @@ def _group_cells(rows: DataFrame, header: tuple[str, ...] | None, spec: LandingS
             f"not a header: it does not name the column(s) {', '.join(missing)} (a CSV file starts "
             f"with a header line naming its columns, or declare csv_columns with csv_header: "
             f"false)")).otherwise(record_problem)
-    else:
+    elif header is not None:
         rows = rows.where(~is_header)
+    # With no header (its first record unreadable), that record stays: it is quarantined with
+    # its own problem, like the records after it, rather than dropped as a header unseen.
     cols: list[Column] = [F.col("_name").alias(SOURCE_FILE), F.col("_row").alias(SOURCE_ROW),
                           (F.col("_base") + F.col("_idx")).alias(ARRIVAL),
                           F.col("_raw").alias(RECORD), record_problem.alias(RECORD_PROBLEM)]

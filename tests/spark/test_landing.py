@@ -141,6 +141,24 @@ def test_csv_header_without_the_event_time_is_no_header(spark: Any, tmp_path: Pa
         batch.close()
 
 
+def test_csv_unreadable_first_record_is_quarantined_not_taken_for_the_header(
+        spark: Any, tmp_path: Path) -> None:
+    # The first line is not UTF-8: it cannot be the header, and it is a record like any other.
+    path = tmp_path / "batch.csv"
+    path.write_bytes(b"k,\xff,v,w\n" + b"a,1,1,x\n")
+    batch = read_landing(spark, str(path), spec("csv", on_bad_record="quarantine"))
+    try:
+        bad = sorted((r["source_row"], r["field"], r["reason"]) for r in batch.bad_records.collect())
+        assert batch.changelog.count() == 0
+    finally:
+        batch.close()
+    assert [(row, field) for row, field, _ in bad] == [(1, "<record>"), (2, "<record>")]
+    assert "not valid UTF-8" in bad[0][2]
+    assert "first record cannot be read, so the file has no header" in bad[1][2]
+    with pytest.raises(LandingRecordError, match=r"row 1, field '<record>': not valid UTF-8"):
+        read_landing(spark, str(path), spec("csv"))
+
+
 def test_csv_quoted_delimiter_and_header_order_per_file(spark: Any, tmp_path: Path) -> None:
     a = csv_file(tmp_path / "a.csv", "k,ts,v,w", '"x,y",1,1,"q"')
     b = csv_file(tmp_path / "b.csv", "w,v,ts,k", "r,2,2,z")
