@@ -78,6 +78,6 @@ def ingest_landing(spark: SparkSession, files: str | Sequence[str], spec: Landin
         return ingest_changelog(spark, batch.changelog, layout, versions_path=versions_path,
                                 quarantine_path=quarantine_path, source_id=source_id,
                                 batch_id=batch_id, bad_records=bad, block_rows=block_rows,
-                                before_commit=before_commit)
+                                before_commit=before_commit, rows_at_most=batch.rows_at_most)
     finally:
         batch.close()

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from joins.landing.csv_parse import FILE_PROBLEM_INDEX, read_csv_file
-from joins.landing.numbering import arrivals_by_file
+from joins.landing.numbering import FileCells, arrivals_by_file
 from joins.landing.spec import SPARK_TYPES, LandingSpec
 from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, problem_col, wrong_type
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
@@ -100,13 +100,12 @@ def _not_a_header(header: tuple[str, ...], spec: LandingSpec) -> list[str]:
     return [n for n in needed if n not in header]
 
 
-def csv_cells(spark: SparkSession, files: Sequence[str],
-              spec: LandingSpec) -> tuple[DataFrame, list[DataFrame], list[tuple[str, str]]]:
-    """(cells, frames to unpersist, unreadable files as (file, reason))."""
+def csv_cells(spark: SparkSession, files: Sequence[str], spec: LandingSpec) -> FileCells:
+    """The files' cells; the records counted include each file's header line."""
     from pyspark.sql import functions as F
 
     if not files:
-        return empty_cells(spark, spec), [], []
+        return FileCells(empty_cells(spark, spec), [], [], 0)
     records = csv_records(spark, files, spec).persist()
     try:
         unreadable = {r["_fi"]: r["_problem"] for r in records.where(
@@ -128,7 +127,8 @@ def csv_cells(spark: SparkSession, files: Sequence[str],
     out = parts[0] if parts else empty_cells(spark, spec)
     for part in parts[1:]:
         out = out.unionByName(part)
-    return out, [records], [(files[fi], reason) for fi, reason in sorted(unreadable.items())]
+    return FileCells(out, [records], [(files[fi], reason) for fi, reason in sorted(unreadable.items())],
+                     sum(n for _, _, n in counts))
 
 
 def _group_cells(rows: DataFrame, header: tuple[str, ...] | None, spec: LandingSpec) -> DataFrame:

@@ -5,10 +5,22 @@ the first arrival index of its records without a single-partition window."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+
+class FileCells(NamedTuple):
+    """What a format's reader gives `read_landing`: the cells, the frames to unpersist when the
+    batch is done, the unreadable files (path, reason), and `records`: how many records the
+    readable files hold, counted to number them (so no job of its own). It bounds the batch's
+    good rows, which lets the versioned ingest take them as one block (`with_stream_time`)."""
+
+    cells: DataFrame
+    cached: list[DataFrame]
+    unreadable: list[tuple[str, str]]
+    records: int
 
 
 def arrivals_by_file(spark: SparkSession, counts: Sequence[tuple[int, str, int]]) -> DataFrame:

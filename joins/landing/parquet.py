@@ -23,7 +23,7 @@ from joins.landing.files import (
     reader_options,
     spark_path,
 )
-from joins.landing.numbering import arrivals_by_file
+from joins.landing.numbering import FileCells, arrivals_by_file
 from joins.landing.spec import SPARK_TYPES, LandingSpec
 from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, problem_col, too_large
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
@@ -124,16 +124,15 @@ def _schemas(spark: SparkSession, files: Sequence[str]
     return groups, bad
 
 
-def parquet_cells(spark: SparkSession, files: Sequence[str],
-                  spec: LandingSpec) -> tuple[DataFrame, list[DataFrame], list[tuple[str, str]]]:
-    """(cells, frames to unpersist, unreadable files as (file, reason))."""
+def parquet_cells(spark: SparkSession, files: Sequence[str], spec: LandingSpec) -> FileCells:
+    """The files' cells, each file read with its own schema."""
     from pyspark.sql import functions as F
 
     groups, bad = _schemas(spark, files)
     while True:
         good_files = [f for _, group in groups.values() for f in group]
         if not good_files:
-            return empty_cells(spark, spec), [], bad
+            return FileCells(empty_cells(spark, spec), [], bad, 0)
         parts = [typed_cells(_read(spark, group, schema), schema, spec)
                  for schema, group in groups.values()]
         cells = parts[0]
@@ -163,4 +162,5 @@ def parquet_cells(spark: SparkSession, files: Sequence[str],
         F.col("_name").alias(SOURCE_FILE), (F.col("_ri") + 1).alias(SOURCE_ROW),
         (F.col("_base") + F.col("_ri")).alias(ARRIVAL),
         *(c for c in cells.columns if c not in ("_fp", "_ri")))
-    return out, [cells], sorted(bad, key=lambda b: files.index(b[0]))
+    return FileCells(out, [cells], sorted(bad, key=lambda b: files.index(b[0])),
+                     sum(int(r["n"]) for r in counts))

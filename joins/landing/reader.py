@@ -66,13 +66,15 @@ class LandingBatch:
     `tombstone`, `arrival`, `source_file`, `source_row`; `bad_records` has the columns the
     versioned ingest quarantines (arrival, field, reason, source_file, source_row, record,
     kind), one row per bad record and one per bad file; `bad_files` lists the bad files as
-    (path, problem). Call `close()` when done: the read keeps a cached copy of the lines."""
+    (path, problem); `rows_at_most` bounds `changelog`'s rows when the read counted them
+    (None: unknown). Call `close()` when done: the read keeps a cached copy of the lines."""
 
     files: tuple[str, ...]
     spec: LandingSpec
     changelog: DataFrame
     bad_records: DataFrame
     bad_files: tuple[tuple[str, str], ...] = ()
+    rows_at_most: int | None = None
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
 
     def close(self) -> None:
@@ -94,16 +96,17 @@ def first_bad_record(bad: DataFrame) -> LandingRecordError | None:
 
 
 def _text_lines(spark: SparkSession, files: list[str]
-                ) -> tuple[DataFrame | None, list[DataFrame], list[tuple[str, str]]]:
-    """numbered_lines, without the files Spark cannot read through (a broken compressed file,
-    a file removed meanwhile): when the read fails, each file is read alone to find them."""
+                ) -> tuple[DataFrame | None, list[DataFrame], list[tuple[str, str]], int]:
+    """numbered_lines (and the bad files), without the files Spark cannot read through (a
+    broken compressed file, a file removed meanwhile): when the read fails, each file is read
+    alone to find them."""
     from pyspark.sql import functions as F
 
     bad: list[tuple[str, str]] = []
     while True:
         try:
-            lines, cached = numbered_lines(spark, files)
-            return lines, cached, bad
+            lines, cached, count = numbered_lines(spark, files)
+            return lines, cached, bad, count
         except Exception:
             broken: list[tuple[str, str]] = []
             for path in files:
@@ -117,7 +120,7 @@ def _text_lines(spark: SparkSession, files: list[str]
             bad += broken
             files = [f for f in files if f not in {b for b, _ in broken}]
             if not files:
-                return None, [], bad
+                return None, [], bad, 0
 
 
 def _file_rows(spark: SparkSession, bad_files: Sequence[tuple[str, str]]) -> DataFrame:
@@ -151,14 +154,15 @@ def read_landing(spark: SparkSession, files: str | Sequence[str], spec: LandingS
     readable = [f.path for f in listed if f.problem is None]
     cached: list[DataFrame] = []
     unreadable: list[tuple[str, str]] = []
+    records = 0
     if not readable:
         cells = empty_cells(spark, spec)
     elif spec.format == "parquet":
-        cells, cached, unreadable = parquet_cells(spark, readable, spec)
+        cells, cached, unreadable, records = parquet_cells(spark, readable, spec)
     elif spec.format == "csv":
-        cells, cached, unreadable = csv_cells(spark, readable, spec)
+        cells, cached, unreadable, records = csv_cells(spark, readable, spec)
     else:
-        lines, cached, unreadable = _text_lines(spark, readable)
+        lines, cached, unreadable, records = _text_lines(spark, readable)
         cells = empty_cells(spark, spec) if lines is None else json_cells(lines, spec)
     order = {f.path: i for i, f in enumerate(listed)}
     bad_files = sorted([*bad_files, *unreadable], key=lambda b: order[b[0]])
@@ -166,7 +170,7 @@ def read_landing(spark: SparkSession, files: str | Sequence[str], spec: LandingS
     batch = LandingBatch(files=tuple(f.path for f in listed), spec=spec, changelog=good,
                          bad_records=bad.drop("_problem").withColumn("kind", F.lit(KIND_BAD_RECORD))
                          .unionByName(_file_rows(spark, bad_files)),
-                         bad_files=tuple(bad_files), _cached=cached)
+                         bad_files=tuple(bad_files), rows_at_most=records, _cached=cached)
     if spec.on_bad_record == "fail":
         error: InputRecordError | None = None
         if bad_files:

@@ -49,8 +49,10 @@ def problem_col(name: str) -> str:
     return f"_p_{name}"
 
 
-def numbered_lines(spark: SparkSession, files: Sequence[str]) -> tuple[DataFrame, list[DataFrame]]:
-    """(source_file, source_row, arrival, line) of every line, and the frames to unpersist."""
+def numbered_lines(spark: SparkSession, files: Sequence[str]
+                   ) -> tuple[DataFrame, list[DataFrame], int]:
+    """(source_file, source_row, arrival, line) of every line, the frames to unpersist, and
+    the number of lines (blank ones included)."""
     from pyspark.sql import functions as F
 
     raw = spark.read.options(**reader_options(files)).text([spark_path(f) for f in files]).select(
@@ -84,7 +86,7 @@ def numbered_lines(spark: SparkSession, files: Sequence[str]) -> tuple[DataFrame
         (F.col("_row_base") + pos + 1).alias(SOURCE_ROW),
         (F.col("_arr_base") + pos).alias(ARRIVAL),
         F.col("_line").alias(RECORD))
-    return lines, [raw]
+    return lines, [raw], arrival_base
 
 
 def _not_blank(line: Column) -> Column:

@@ -352,6 +352,71 @@ def test_missing_landing_file_is_a_config_error(spark: Any, tmp_path: Path) -> N
 # ---- landing files into the versioned Delta table -------------------------------------------
 
 
+def _bound_cases(tmp_path: Path) -> dict[str, tuple[list[str], int, int]]:
+    """format -> (files, records the files hold, good rows among them)."""
+    return {
+        # A blank line is a record of the count (it is numbered) but no row; one bad record.
+        "jsonl": ([jsonl(tmp_path / "a.jsonl", GOOD, "", {**GOOD, "ts": "12:00"}),
+                   jsonl(tmp_path / "b.jsonl", {**GOOD, "k": "b"})], 4, 2),
+        # Each file's header line is counted too.
+        "csv": ([csv_file(tmp_path / "a.csv", "k,ts,v,w", "a,1,1,x", "b,oops,2,y"),
+                 csv_file(tmp_path / "b.csv", "k,ts,v,w", "c,3,3,z")], 5, 2),
+        "parquet": ([parquet(tmp_path / "a.parquet", pd.DataFrame({"k": ["a", "b"], "ts": [1, 2],
+                                                                   "v": [1, 2], "w": ["x", "y"]})),
+                     parquet(tmp_path / "b.parquet", pd.DataFrame({"k": ["c"], "ts": [3], "v": [3],
+                                                                   "w": ["z"]}))], 3, 3),
+    }
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_a_read_bounds_its_rows_by_the_records_it_numbered(spark: Any, tmp_path: Path,
+                                                           fmt: str) -> None:
+    # The versioned ingest takes a batch of at most one block's rows without a job to find
+    # its arrivals' span: the bound must never be below the good rows.
+    files, records, good = _bound_cases(tmp_path)[fmt]
+    batch = read_landing(spark, files, spec(fmt, on_bad_record="quarantine"))
+    try:
+        assert batch.changelog.count() == good
+        assert batch.rows_at_most == records
+    finally:
+        batch.close()
+    # A file that cannot be read holds no counted record; a CSV file is read as bytes, so an
+    # undecodable one is a record (quarantined) of the count.
+    broken = tmp_path / {"jsonl": "broken.jsonl.gz", "parquet": "broken.parquet",
+                         "csv": "broken.csv"}[fmt]
+    broken.write_bytes(b"\x1f\x8b not gzip" if fmt == "jsonl" else b"PAR1 not parquet"
+                       if fmt == "parquet" else b"\xff\n")
+    batch = read_landing(spark, [*files, str(broken)], spec(fmt, on_bad_record="quarantine"))
+    try:
+        assert batch.changelog.count() == good
+        if fmt == "csv":
+            assert not batch.bad_files and batch.rows_at_most == records + 1
+        else:
+            assert [Path(p).name for p, _ in batch.bad_files] == [broken.name]
+            assert batch.rows_at_most == records
+    finally:
+        batch.close()
+
+
+def test_ingest_landing_hands_the_bound_to_the_versioned_ingest(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import joins.ingest.table as table
+
+    told: list[int | None] = []
+    real = table.ingest_changelog
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        told.append(kwargs.get("rows_at_most"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(table, "ingest_changelog", spy)
+    files, records, good = _bound_cases(tmp_path)["jsonl"]
+    report = ingest_landing(spark, files, spec("jsonl", on_bad_record="quarantine"),
+                            source_id="landing", batch_id=0, history_retention_ms=5,
+                            versions_path=str(tmp_path / "v"), quarantine_path=str(tmp_path / "q"))
+    assert told == [records] and report.stored == good
+
+
 def test_ingest_landing_reconciles_good_bad_and_expired_rows(spark: Any, tmp_path: Path) -> None:
     landing = tmp_path / "landing" / "batch-0"
     landing.mkdir(parents=True)
