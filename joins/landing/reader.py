@@ -22,6 +22,7 @@ from joins.landing.files import (
     reader_options,
     spark_path,
 )
+from joins.landing.numbering import FileCells
 from joins.landing.parquet import parquet_cells
 from joins.landing.spec import LandingSpec, require_spec
 from joins.landing.text import empty_cells, json_cells, numbered_lines
@@ -95,18 +96,16 @@ def first_bad_record(bad: DataFrame) -> LandingRecordError | None:
                               field=first["field"], record=first["record"])
 
 
-def _text_lines(spark: SparkSession, files: list[str]
-                ) -> tuple[DataFrame | None, list[DataFrame], list[tuple[str, str]], int]:
-    """numbered_lines (and the bad files), without the files Spark cannot read through (a
-    broken compressed file, a file removed meanwhile): when the read fails, each file is read
-    alone to find them."""
+def _jsonl_cells(spark: SparkSession, files: list[str], spec: LandingSpec) -> FileCells:
+    """The JSON-lines files' cells, without the files Spark cannot read through (a broken
+    compressed file, a file removed meanwhile): when the read fails, each file is read alone to
+    find them."""
     from pyspark.sql import functions as F
 
     bad: list[tuple[str, str]] = []
     while True:
         try:
             lines, cached, count = numbered_lines(spark, files)
-            return lines, cached, bad, count
         except Exception:
             broken: list[tuple[str, str]] = []
             for path in files:
@@ -120,7 +119,9 @@ def _text_lines(spark: SparkSession, files: list[str]
             bad += broken
             files = [f for f in files if f not in {b for b, _ in broken}]
             if not files:
-                return None, [], bad, 0
+                return FileCells(empty_cells(spark, spec), [], bad, 0)
+            continue
+        return FileCells(json_cells(lines, spec), cached, bad, count)
 
 
 def _file_rows(spark: SparkSession, bad_files: Sequence[tuple[str, str]]) -> DataFrame:
@@ -152,18 +153,15 @@ def read_landing(spark: SparkSession, files: str | Sequence[str], spec: LandingS
                     key=lambda f: (f.name, f.path))
     bad_files = [(f.path, f.problem) for f in listed if f.problem is not None]
     readable = [f.path for f in listed if f.problem is None]
-    cached: list[DataFrame] = []
-    unreadable: list[tuple[str, str]] = []
-    records = 0
     if not readable:
-        cells = empty_cells(spark, spec)
+        read = FileCells(empty_cells(spark, spec), [], [], 0)
     elif spec.format == "parquet":
-        cells, cached, unreadable, records = parquet_cells(spark, readable, spec)
+        read = parquet_cells(spark, readable, spec)
     elif spec.format == "csv":
-        cells, cached, unreadable, records = csv_cells(spark, readable, spec)
+        read = csv_cells(spark, readable, spec)
     else:
-        lines, cached, unreadable, records = _text_lines(spark, readable)
-        cells = empty_cells(spark, spec) if lines is None else json_cells(lines, spec)
+        read = _jsonl_cells(spark, readable, spec)
+    cells, cached, unreadable, records = read
     order = {f.path: i for i, f in enumerate(listed)}
     bad_files = sorted([*bad_files, *unreadable], key=lambda b: order[b[0]])
     good, bad = split_cells(cells, spec)
