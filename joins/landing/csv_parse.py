@@ -12,14 +12,19 @@ text and, for a record that cannot be split into fields, the reason:
 - malformed CSV (`strict` parsing: text after a closing quote, a quoted field never closed;
   a quote inside an unquoted field is a character of the field, as Python reads it).
 
-A file that cannot be opened or read through is reported once, with index -1.
+A file named `*.gz` or `*.bz2` is decompressed as it is read (gzip, bzip2: what Spark's text
+reader opens for JSON-lines files too). A file that cannot be opened or read through (a broken
+or truncated compressed file) is reported once, with index -1.
 """
 
 from __future__ import annotations
 
+import bz2
 import csv
+import gzip
 import io
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -96,12 +101,27 @@ def parse_csv(stream: BinaryIO, *, delimiter: str, max_record_bytes: int) -> Ite
         index += 1
 
 
+# What a broken compressed stream raises: gzip's and bz2's OSError, a truncated stream's EOFError,
+# corrupt deflate data's zlib.error.
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def _decompressed(stream: BinaryIO, path: str) -> BinaryIO:
+    """`stream` decompressed as its name says (streaming: memory holds one block)."""
+    name = path.lower()
+    if name.endswith(".gz"):
+        return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[return-value]
+    if name.endswith(".bz2"):
+        return bz2.BZ2File(stream, mode="rb")  # type: ignore[return-value]
+    return stream
+
+
 def read_csv_file(path: str, *, delimiter: str, max_record_bytes: int) -> Iterator[CsvRecord]:
     """`parse_csv` of the file at `path`; an unreadable file gives one record with index -1.
     Records already yielded before a read error are then void: the whole file is refused."""
     try:
-        with open_landing_file(path) as stream:
+        with open_landing_file(path) as raw, _decompressed(raw, path) as stream:
             yield from parse_csv(stream, delimiter=delimiter, max_record_bytes=max_record_bytes)
-    except OSError as exc:
-        yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None,
-                        f"cannot be read: {exc.strerror or exc}")
+    except _READ_ERRORS as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None, f"cannot be read: {reason}")

@@ -299,6 +299,30 @@ def test_csv_byte_order_mark_is_not_part_of_the_header(spark: Any, tmp_path: Pat
         batch.close()
 
 
+def test_csv_gzipped_lands_as_the_plain_file_and_a_truncated_one_is_a_bad_file(
+        spark: Any, tmp_path: Path) -> None:
+    import gzip
+
+    text = b'k,ts,v,w\n"x\ny",7,1,w1\nz,8,2,w2\n'
+    plain = tmp_path / "a.csv"
+    plain.write_bytes(text)
+    packed = tmp_path / "b.csv.gz"
+    packed.write_bytes(gzip.compress(text))
+    cut = tmp_path / "c.csv.gz"
+    cut.write_bytes(gzip.compress(text * 200)[:60])
+    batch = read_landing(spark, [str(plain), str(packed), str(cut)], spec("csv", on_bad_record="quarantine"))
+    try:
+        rows = sorted((Path(r["source_file"]).name, r["source_row"], r["k"], r["ts"], r["v"], r["w"])
+                      for r in batch.changelog.collect())
+        bad_files = [(Path(f).name, reason) for f, reason in batch.bad_files]
+    finally:
+        batch.close()
+    assert rows == [("a.csv", 2, "x\ny", 7, 1, "w1"), ("a.csv", 4, "z", 8, 2, "w2"),
+                    ("b.csv.gz", 2, "x\ny", 7, 1, "w1"), ("b.csv.gz", 4, "z", 8, 2, "w2")]
+    assert [name for name, _ in bad_files] == ["c.csv.gz"]
+    assert "Compressed file ended before the end-of-stream marker" in bad_files[0][1]
+
+
 def test_csv_without_header_reads_the_declared_columns(spark: Any, tmp_path: Path) -> None:
     path = csv_file(tmp_path / "a.csv", "x,7,1,w1", "y,8,2,w2")
     s = spec("csv", csv_header=False, csv_columns=["k", "ts", "v", "w"])
