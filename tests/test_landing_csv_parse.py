@@ -15,7 +15,7 @@ from joins.landing.csv_parse import FILE_PROBLEM_INDEX, CsvRecord, read_csv_file
 TEXT = b'k,ts,v,w\n"a\nb",1,1,x\n\nc,2,2,y\n\xffd,3,3,z\n'
 
 
-def records(path: Path) -> list[CsvRecord]:
+def records(path: Path | str) -> list[CsvRecord]:
     return list(read_csv_file(str(path), delimiter=",", max_record_bytes=1000))
 
 
@@ -31,6 +31,16 @@ def test_a_compressed_file_reads_as_the_plain_one(tmp_path: Path, name: str, pac
     # Row numbers are the decompressed text's lines; a bad byte is still seen, not replaced.
     assert [(r.index, r.row) for r in got] == [(0, 1), (1, 2), (2, 5), (3, 6)]
     assert got[3].problem is not None and got[3].problem.startswith("not valid UTF-8")
+
+
+def test_a_compressed_file_through_a_uri_is_decompressed_once(tmp_path: Path) -> None:
+    # A URI is opened through pyarrow's file systems (object stores), which would decompress a
+    # `.gz` by its name on their own.
+    (tmp_path / "batch.csv").write_bytes(TEXT)
+    (tmp_path / "batch.csv.gz").write_bytes(gzip.compress(TEXT))
+    uri = (tmp_path / "batch.csv.gz").as_uri()
+    assert uri.startswith("file://")
+    assert records(uri) == records(tmp_path / "batch.csv")
 
 
 def test_a_truncated_gzip_file_is_refused_after_its_readable_records(tmp_path: Path) -> None:

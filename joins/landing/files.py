@@ -120,7 +120,9 @@ def open_landing_file(path: str) -> BinaryIO:
         import pyarrow.fs as pafs
 
         fs, inner = pafs.FileSystem.from_uri(path)
-        return fs.open_input_stream(inner)  # type: ignore[return-value]
+        # The bytes as they lie: pyarrow would otherwise decompress a `.gz` or `.bz2` by its name
+        # here, and the readers decide that themselves, for local and remote files alike.
+        return fs.open_input_stream(inner, compression=None)  # type: ignore[return-value]
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
