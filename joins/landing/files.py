@@ -113,13 +113,19 @@ def list_landing_files(files: str | Sequence[str]) -> list[LandingFile]:
     return sorted(listed.values(), key=lambda f: (f.name, f.path))
 
 
-def open_landing_file(path: str) -> BinaryIO:
+def open_landing_file(path: str, *, random_access: bool = False) -> BinaryIO:
     """Open a landing file for reading without following a symbolic link; anything but a
-    regular file is refused (a FIFO swapped in since the listing would block the task)."""
+    regular file is refused (a FIFO swapped in since the listing would block the task).
+
+    random_access: a file that can seek (a Parquet footer is read from the end). A local file
+    always can; through a URI (an object store) a sequential stream reads in large requests,
+    a random-access file in one request per read."""
     if "://" in path:
         import pyarrow.fs as pafs
 
         fs, inner = pafs.FileSystem.from_uri(path)
+        if random_access:
+            return fs.open_input_file(inner)  # type: ignore[return-value]
         # The bytes as they lie: pyarrow would otherwise decompress a `.gz` or `.bz2` by its name
         # here, and the readers decide that themselves, for local and remote files alike.
         return fs.open_input_stream(inner, compression=None)  # type: ignore[return-value]

@@ -52,7 +52,7 @@ def footer_problem(path: str) -> str | None:
     import pyarrow.parquet as pq
 
     try:
-        with open_landing_file(path) as stream:
+        with open_landing_file(path, random_access=True) as stream:
             pq.ParquetFile(stream).metadata  # noqa: B018 (reading the footer is the check)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
         return f"not a readable Parquet file: {read_error_text(exc)}"
