@@ -98,11 +98,20 @@ def scan_folder(folder: str) -> list[LandingFile]:
     return sorted(entries, key=lambda f: (f.name, f.path))
 
 
+def _names_no_file(uri: str) -> bool:
+    """Whether a URI stands for a folder: it names no file (object stores have no folders to
+    ask about; a missing one holds no files)."""
+    import pyarrow.fs as pafs
+
+    fs, inner = pafs.FileSystem.from_uri(uri)
+    return fs.get_file_info(inner).type != pafs.FileType.File
+
+
 def list_landing_files(files: str | Sequence[str]) -> list[LandingFile]:
     """The batch's files in arrival order: sorted by file name (then by full path). A directory
     given as `files` stands for its entries (see `scan_folder`); a named file that does not
     exist is an error of the caller."""
-    if isinstance(files, str) and (is_remote(files) or os.path.isdir(files)):
+    if isinstance(files, str) and (_names_no_file(files) if is_remote(files) else os.path.isdir(files)):
         return scan_folder(files)
     paths = [files] if isinstance(files, str) else list(files)
     listed: dict[str, LandingFile] = {}

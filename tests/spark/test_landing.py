@@ -323,6 +323,27 @@ def test_csv_gzipped_lands_as_the_plain_file_and_a_truncated_one_is_a_bad_file(
     assert "Compressed file ended before the end-of-stream marker" in bad_files[0][1]
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_files_named_by_a_uri_land_as_local_ones(spark: Any, tmp_path: Path, fmt: str) -> None:
+    # An object store's landing folder names its files by URI (here file://): a Parquet footer
+    # must be read from a seekable file, a .csv.gz decompressed once.
+    import gzip
+
+    if fmt == "parquet":
+        path = tmp_path / "a.parquet"
+        parquet(path, pd.DataFrame({"k": ["a", "b"], "ts": [1, 2], "v": [1, 2], "w": ["x", "y"]}))
+    else:
+        path = tmp_path / "a.csv.gz"
+        path.write_bytes(gzip.compress(b"k,ts,v,w\na,1,1,x\nb,2,2,y\n"))
+    batch = read_landing(spark, path.as_uri(), spec(fmt, on_bad_record="quarantine"))
+    try:
+        rows = sorted((r["k"], r["ts"], r["v"], r["w"]) for r in batch.changelog.collect())
+        assert not batch.bad_files and batch.bad_records.count() == 0
+    finally:
+        batch.close()
+    assert rows == [("a", 1, 1, "x"), ("b", 2, 2, "y")]
+
+
 def test_csv_without_header_reads_the_declared_columns(spark: Any, tmp_path: Path) -> None:
     path = csv_file(tmp_path / "a.csv", "x,7,1,w1", "y,8,2,w2")
     s = spec("csv", csv_header=False, csv_columns=["k", "ts", "v", "w"])
