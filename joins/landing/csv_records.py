@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from joins.landing.csv_parse import FILE_PROBLEM_INDEX, read_csv_file
 from joins.landing.numbering import FileCells, arrivals_by_file
 from joins.landing.spec import SPARK_TYPES, LandingSpec
-from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, problem_col, wrong_type
+from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, no_cells, problem_col, wrong_type
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
 from joins.versioned.spark_store import ARRIVAL
 
@@ -105,7 +105,7 @@ def csv_cells(spark: SparkSession, files: Sequence[str], spec: LandingSpec) -> F
     from pyspark.sql import functions as F
 
     if not files:
-        return FileCells(empty_cells(spark, spec), [], [], 0)
+        return no_cells(spark, spec)
     records = csv_records(spark, files, spec).persist()
     try:
         unreadable = {r["_fi"]: r["_problem"] for r in records.where(

@@ -25,7 +25,7 @@ from joins.landing.files import (
 )
 from joins.landing.numbering import FileCells, arrivals_by_file
 from joins.landing.spec import SPARK_TYPES, LandingSpec
-from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, problem_col, too_large
+from joins.landing.text import RECORD, RECORD_PROBLEM, no_cells, problem_col, too_large
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
 from joins.versioned.spark_store import ARRIVAL
 
@@ -132,7 +132,7 @@ def parquet_cells(spark: SparkSession, files: Sequence[str], spec: LandingSpec) 
     while True:
         good_files = [f for _, group in groups.values() for f in group]
         if not good_files:
-            return FileCells(empty_cells(spark, spec), [], bad, 0)
+            return no_cells(spark, spec, bad)
         parts = [typed_cells(_read(spark, group, schema), schema, spec)
                  for schema, group in groups.values()]
         cells = parts[0]

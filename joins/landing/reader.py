@@ -25,7 +25,7 @@ from joins.landing.files import (
 from joins.landing.numbering import FileCells
 from joins.landing.parquet import parquet_cells
 from joins.landing.spec import LandingSpec, require_spec
-from joins.landing.text import empty_cells, json_cells, numbered_lines
+from joins.landing.text import json_cells, no_cells, numbered_lines
 from joins.versioned.quarantine import (
     KIND_BAD_FILE,
     KIND_BAD_RECORD,
@@ -119,7 +119,7 @@ def _jsonl_cells(spark: SparkSession, files: list[str], spec: LandingSpec) -> Fi
             bad += broken
             files = [f for f in files if f not in {b for b, _ in broken}]
             if not files:
-                return FileCells(empty_cells(spark, spec), [], bad, 0)
+                return no_cells(spark, spec, bad)
             continue
         return FileCells(json_cells(lines, spec), cached, bad, count)
 
@@ -154,7 +154,7 @@ def read_landing(spark: SparkSession, files: str | Sequence[str], spec: LandingS
     bad_files = [(f.path, f.problem) for f in listed if f.problem is not None]
     readable = [f.path for f in listed if f.problem is None]
     if not readable:
-        read = FileCells(empty_cells(spark, spec), [], [], 0)
+        read = no_cells(spark, spec)
     elif spec.format == "parquet":
         read = parquet_cells(spark, readable, spec)
     elif spec.format == "csv":

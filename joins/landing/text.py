@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from joins.landing.files import display_names, reader_options, spark_path
+from joins.landing.numbering import FileCells
 from joins.landing.spec import SPARK_TYPES, LandingSpec
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
 from joins.versioned.spark_store import ARRIVAL
@@ -43,6 +44,11 @@ SHOWN_CHARS = 1000
 _INT_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT")
 _TYPE_WORDS = {"long": "an integer", "int": "a 32-bit integer", "double": "a number",
                "string": "a string", "boolean": "true or false"}
+
+
+def no_cells(spark: SparkSession, spec: LandingSpec, bad: Sequence[tuple[str, str]] = ()) -> FileCells:
+    """A read that found no readable record: no cells, only the files it could not read."""
+    return FileCells(empty_cells(spark, spec), [], list(bad), 0)
 
 
 def problem_col(name: str) -> str:
