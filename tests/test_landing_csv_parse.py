@@ -76,3 +76,27 @@ def test_a_plain_csv_file_is_never_decompressed(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(b"k,ts,v,w\n"))
     got = records(path)
     assert got and all(r.index >= 0 and r.problem for r in got)
+
+
+def test_a_line_longer_than_the_reader_holds_refuses_the_file(tmp_path: Path) -> None:
+    # Under the line limit an over-long record is quarantined on its own and the records after it
+    # are split where the writer meant (here a quoted field spanning lines follows it); past the
+    # limit the line is not read into memory, and the file is refused once.
+    long_line = "a," + "x" * 60 + ",1,1\n"
+    text = "k,ts,v,w\n" + long_line + '"b\nc",2,2,y\n'
+    path = tmp_path / "long.csv"
+    path.write_text(text)
+    kept = list(read_csv_file(str(path), delimiter=",", max_record_bytes=40, max_line_chars=100))
+    assert [(r.row, r.problem) for r in kept] == [
+        (1, None), (2, "record too large: 66 bytes, over max_record_bytes (40)"), (3, None)]
+    assert kept[2].fields == ["b\nc", "2", "2", "y"]
+    for limit in (64, 66):   # the line is 67 characters with its line end
+        got = list(read_csv_file(str(path), delimiter=",", max_record_bytes=40, max_line_chars=limit))
+        assert got[-1] == CsvRecord(FILE_PROBLEM_INDEX, None, None, None,
+                                    f"cannot be read: line 2 is longer than {limit} bytes, the "
+                                    "longest line the CSV reader holds")
+    # A file of one endless line, with no line end at all.
+    path.write_text("x" * 500)
+    got = list(read_csv_file(str(path), delimiter=",", max_record_bytes=40, max_line_chars=100))
+    assert [r.index for r in got] == [FILE_PROBLEM_INDEX]
+    assert got[0].problem is not None and "line 1 is longer than 100 bytes" in got[0].problem

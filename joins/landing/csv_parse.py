@@ -14,7 +14,8 @@ text and, for a record that cannot be split into fields, the reason:
 
 A file named `*.gz` or `*.bz2` is decompressed as it is read (gzip, bzip2: what Spark's text
 reader opens for JSON-lines files too). A file that cannot be opened or read through (a broken
-or truncated compressed file) is reported once, with index -1.
+or truncated compressed file, or a line longer than `MAX_LINE_CHARS`) is reported once, with
+index -1.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ from joins.landing.files import open_landing_file
 FILE_PROBLEM_INDEX = -1
 _INVALID_UTF8 = re.compile("[\udc80-\udcff]")
 _SHOWN_CHARS = 1000
+# The longest physical line read. A record over max_record_bytes (at most 16 MiB) is still read
+# through to find where it ends, so that the records after it are split where the writer meant;
+# a line past this length is not held in a task's memory (a file of one endless line, a binary
+# file named .csv): the file is refused whole instead.
+MAX_LINE_CHARS = 64 * 2**20
+
+
+class _LineTooLong(Exception):
+    """A physical line longer than the parser reads (its 1-based number)."""
 
 
 @dataclass(frozen=True)
@@ -62,15 +72,22 @@ def _shown(raw: str, size: int, max_bytes: int) -> str:
     return text
 
 
-def parse_csv(stream: BinaryIO, *, delimiter: str, max_record_bytes: int) -> Iterator[CsvRecord]:
-    """The records of one CSV file (see the module doc)."""
+def parse_csv(stream: BinaryIO, *, delimiter: str, max_record_bytes: int,
+              max_line_chars: int = MAX_LINE_CHARS) -> Iterator[CsvRecord]:
+    """The records of one CSV file (see the module doc). Raises `_LineTooLong` at a line longer
+    than `max_line_chars`."""
     # utf-8-sig drops a leading byte order mark (spreadsheet exports write one), as Spark's text
     # reader does for JSON lines.
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
     consumed: list[str] = []
 
     def lines() -> Iterator[str]:
-        for line in text:
+        number = 0
+        while line := text.readline(max_line_chars):
+            number += 1
+            if len(line) >= max_line_chars and not line.endswith(("\n", "\r")):
+                # Characters are at least a byte each: the line is at least this many bytes.
+                raise _LineTooLong(number)
             consumed.append(line)
             yield line
 
@@ -116,12 +133,18 @@ def _decompressed(stream: BinaryIO, path: str) -> BinaryIO:
     return stream
 
 
-def read_csv_file(path: str, *, delimiter: str, max_record_bytes: int) -> Iterator[CsvRecord]:
+def read_csv_file(path: str, *, delimiter: str, max_record_bytes: int,
+                  max_line_chars: int = MAX_LINE_CHARS) -> Iterator[CsvRecord]:
     """`parse_csv` of the file at `path`; an unreadable file gives one record with index -1.
     Records already yielded before a read error are then void: the whole file is refused."""
     try:
         with open_landing_file(path) as raw, _decompressed(raw, path) as stream:
-            yield from parse_csv(stream, delimiter=delimiter, max_record_bytes=max_record_bytes)
+            yield from parse_csv(stream, delimiter=delimiter, max_record_bytes=max_record_bytes,
+                                 max_line_chars=max_line_chars)
+    except _LineTooLong as exc:
+        yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None,
+                        f"cannot be read: line {exc.args[0]} is longer than {max_line_chars} "
+                        "bytes, the longest line the CSV reader holds")
     except _READ_ERRORS as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None, f"cannot be read: {reason}")
