@@ -48,15 +48,18 @@ def run(args: argparse.Namespace) -> None:
     key = parse_key(args.key, table.key_types)
     if args.question == "get" and args.as_of is None:
         raise QueryError("get needs --as-of TIME (ISO 8601 such as 2024-03-02T14:05:00Z, or epoch ms)")
+    # Every argument is checked before the session starts (seconds): a typo fails at once.
+    as_of = None if args.as_of is None else parse_time(args.as_of)
+    start = None if args.start is None else parse_time(args.start)
+    end = None if args.end is None else parse_time(args.end)
     from joins.spark import get_spark
 
     spark = get_spark()
     if args.question == "get":
-        answer = get(spark, table, key, parse_time(args.as_of), commit=args.commit)
+        assert as_of is not None
+        answer = get(spark, table, key, as_of, commit=args.commit)
         print(json.dumps(answer.to_json(), indent=2) if args.json else answer.text())
         return
-    start = None if args.start is None else parse_time(args.start)
-    end = None if args.end is None else parse_time(args.end)
     versions = history(spark, table, key, start=start, end=end, commit=args.commit)
     if args.json:
         print(json.dumps([v.to_json() for v in versions], indent=2))

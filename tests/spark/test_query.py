@@ -135,6 +135,25 @@ def test_the_command_line(spark: Any, table: VersionedTableRef, tmp_path: Path, 
         assert message in capsys.readouterr().err
 
 
+def test_the_command_line_refuses_a_bad_time_before_starting_spark(
+        tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A session costs seconds to start: a typo in a time is told at once.
+    import joins.spark
+    from joins.cli import EXIT_INVALID, main
+
+    def no_session(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a session was started")
+
+    monkeypatch.setattr(joins.spark, "get_spark", no_session)
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "join.yaml").write_text(yaml.safe_dump(SPEC))
+    where = ["--lake", str(tmp_path / "lake"), "--specs", str(specs)]
+    for argv in (["get", "EUR", "--as-of", "yesterday"], ["history", "EUR", "--to", "yesterday"]):
+        assert main(["table", "rates", *argv, *where]) == EXIT_INVALID
+        assert "not a time: 'yesterday'" in capsys.readouterr().err
+
+
 def test_the_dagster_query_job(spark: Any, table: VersionedTableRef) -> None:
     """In the UI: the `rates_query` job's Launchpad takes a key and a time; the run's output
     metadata holds the answer, and a question it cannot answer fails the run with the reason."""
