@@ -189,7 +189,7 @@ def reproduce_day(spark: SparkSession, rt: Runtime, day: dt.date,
         if strangers:
             said.append(f"output commit(s) {', '.join(map(str, strangers))}, which neither a "
                         f"micro-batch nor a backfill made (not recomputed)")
-        pins[WRITER] = " then ".join(said) or "nobody (no row of that day)"
+        pins[WRITER] = " then ".join(said) or "no commit (no micro-batch or backfill wrote that day)"
         if columns is not None:
             parts = [part.select(*columns) for part in parts]
         new = None

@@ -61,6 +61,9 @@ def test_batches_and_days_reproduce_after_a_compaction(spark: Any, tmp_path: Pat
     day = reproduce_day(spark, rt, dt.date.fromisoformat(D1))
     assert day.agrees and day.rows_output == 3, day.text()
     assert "no difference" in day.text()
+    empty = reproduce_day(spark, rt, dt.date(2030, 1, 1))
+    assert empty.agrees and empty.rows_output == 0, empty.text()
+    assert empty.pins["written by"] == "no commit (no micro-batch or backfill wrote that day)"
 
 
 def test_a_day_a_backfill_changed_reproduces_before_and_after(spark: Any, tmp_path: Path) -> None:
