@@ -94,7 +94,7 @@ def test_a_line_longer_than_the_reader_holds_refuses_the_file(tmp_path: Path) ->
         got = list(read_csv_file(str(path), delimiter=",", max_record_bytes=40, max_line_chars=limit))
         assert got[-1] == CsvRecord(FILE_PROBLEM_INDEX, None, None, None,
                                     f"cannot be read: line 2 is longer than {limit} bytes, the "
-                                    "longest line the CSV reader holds")
+                                    "longest line a reader holds")
     # A file of one endless line, with no line end at all.
     path.write_text("x" * 500)
     got = list(read_csv_file(str(path), delimiter=",", max_record_bytes=40, max_line_chars=100))

@@ -20,26 +20,18 @@ index -1.
 
 from __future__ import annotations
 
-import bz2
 import csv
-import gzip
 import io
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from joins.landing.files import open_landing_file
+from joins.landing.files import MAX_LINE_BYTES, READ_ERRORS, decompressed, line_too_long, open_landing_file
 
 FILE_PROBLEM_INDEX = -1
 _INVALID_UTF8 = re.compile("[\udc80-\udcff]")
 _SHOWN_CHARS = 1000
-# The longest physical line read. A record over max_record_bytes (at most 16 MiB) is still read
-# through to find where it ends, so that the records after it are split where the writer meant;
-# a line past this length is not held in a task's memory (a file of one endless line, a binary
-# file named .csv): the file is refused whole instead.
-MAX_LINE_CHARS = 64 * 2**20
 
 
 class _LineTooLong(Exception):
@@ -73,9 +65,11 @@ def _shown(raw: str, size: int, max_bytes: int) -> str:
 
 
 def parse_csv(stream: BinaryIO, *, delimiter: str, max_record_bytes: int,
-              max_line_chars: int = MAX_LINE_CHARS) -> Iterator[CsvRecord]:
+              max_line_chars: int = MAX_LINE_BYTES) -> Iterator[CsvRecord]:
     """The records of one CSV file (see the module doc). Raises `_LineTooLong` at a line longer
-    than `max_line_chars`."""
+    than `max_line_chars` (`files.MAX_LINE_BYTES`: a record over max_record_bytes is still read
+    through to find where it ends, so the records after it are split where the writer meant;
+    a longer line is not held in a task's memory)."""
     # utf-8-sig drops a leading byte order mark (spreadsheet exports write one), as Spark's text
     # reader does for JSON lines.
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
@@ -118,33 +112,16 @@ def parse_csv(stream: BinaryIO, *, delimiter: str, max_record_bytes: int,
         index += 1
 
 
-# What a broken compressed stream raises: gzip's and bz2's OSError, a truncated stream's EOFError,
-# corrupt deflate data's zlib.error.
-_READ_ERRORS = (OSError, EOFError, zlib.error)
-
-
-def _decompressed(stream: BinaryIO, path: str) -> BinaryIO:
-    """`stream` decompressed as its name says (streaming: memory holds one block)."""
-    name = path.lower()
-    if name.endswith(".gz"):
-        return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[return-value]
-    if name.endswith(".bz2"):
-        return bz2.BZ2File(stream, mode="rb")  # type: ignore[return-value]
-    return stream
-
-
 def read_csv_file(path: str, *, delimiter: str, max_record_bytes: int,
-                  max_line_chars: int = MAX_LINE_CHARS) -> Iterator[CsvRecord]:
+                  max_line_chars: int = MAX_LINE_BYTES) -> Iterator[CsvRecord]:
     """`parse_csv` of the file at `path`; an unreadable file gives one record with index -1.
     Records already yielded before a read error are then void: the whole file is refused."""
     try:
-        with open_landing_file(path) as raw, _decompressed(raw, path) as stream:
+        with open_landing_file(path) as raw, decompressed(raw, path) as stream:
             yield from parse_csv(stream, delimiter=delimiter, max_record_bytes=max_record_bytes,
                                  max_line_chars=max_line_chars)
     except _LineTooLong as exc:
-        yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None,
-                        f"cannot be read: line {exc.args[0]} is longer than {max_line_chars} "
-                        "bytes, the longest line the CSV reader holds")
-    except _READ_ERRORS as exc:
+        yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None, line_too_long(exc.args[0], max_line_chars))
+    except READ_ERRORS as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None, f"cannot be read: {reason}")

@@ -13,8 +13,11 @@ default cannot open a name with `:`, it builds a relative `.name.crc` path from 
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import os
 import stat
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -27,6 +30,15 @@ _GLOB_CHARS = frozenset("[]{}*?\\")
 # Reader options (merged into the read's Hadoop configuration) for local files.
 RAW_LOCAL_OPTIONS = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
                      "fs.file.impl.disable.cache": "true"}
+# The longest line a reader of text files (CSV, JSON lines) holds. A record over
+# max_record_bytes (at most 16 MiB) is quarantined on its own; a line past this length (a file of
+# one endless line, binary data under a text name) would cost a task several copies of it in
+# memory (a 300 MB JSON line took a 4 GB local session's JVM down): its file is refused whole.
+MAX_LINE_BYTES = 64 * 2**20
+# What a broken compressed stream raises: gzip's and bz2's OSError, a truncated stream's EOFError,
+# corrupt deflate data's zlib.error.
+READ_ERRORS = (OSError, EOFError, zlib.error)
+_COMPRESSED = (".gz", ".bz2")
 
 
 @dataclass(frozen=True)
@@ -143,6 +155,26 @@ def open_landing_file(path: str, *, random_access: bool = False) -> BinaryIO:
         os.close(fd)
         raise OSError(f"{path} is not a regular file")
     return os.fdopen(fd, "rb")
+
+
+def is_compressed(path: str) -> bool:
+    """Named as a compressed file: Spark's text reader and the CSV reader decompress it."""
+    return path.lower().endswith(_COMPRESSED)
+
+
+def decompressed(stream: BinaryIO, path: str) -> BinaryIO:
+    """`stream` decompressed as its name says (streaming: memory holds one block)."""
+    name = path.lower()
+    if name.endswith(".gz"):
+        return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[return-value]
+    if name.endswith(".bz2"):
+        return bz2.BZ2File(stream, mode="rb")  # type: ignore[return-value]
+    return stream
+
+
+def line_too_long(line: int, limit: int) -> str:
+    """The problem of a file with a line over `limit` bytes (1-based `line`)."""
+    return f"cannot be read: line {line} is longer than {limit} bytes, the longest line a reader holds"
 
 
 def spark_path(path: str) -> str:

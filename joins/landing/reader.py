@@ -22,6 +22,7 @@ from joins.landing.files import (
     reader_options,
     spark_path,
 )
+from joins.landing.long_lines import files_with_long_lines
 from joins.landing.numbering import FileCells
 from joins.landing.parquet import parquet_cells
 from joins.landing.spec import LandingSpec, require_spec
@@ -97,12 +98,15 @@ def first_bad_record(bad: DataFrame) -> LandingRecordError | None:
 
 
 def _jsonl_cells(spark: SparkSession, files: list[str], spec: LandingSpec) -> FileCells:
-    """The JSON-lines files' cells, without the files Spark cannot read through (a broken
-    compressed file, a file removed meanwhile): when the read fails, each file is read alone to
-    find them."""
+    """The JSON-lines files' cells, without the files Spark cannot read through: a line too
+    long to hold is found first (`long_lines`); a broken compressed file or a file removed
+    meanwhile when the read fails, by reading each file alone."""
     from pyspark.sql import functions as F
 
-    bad: list[tuple[str, str]] = []
+    bad = files_with_long_lines(spark, files)
+    files = [f for f in files if f not in {b for b, _ in bad}]
+    if not files:
+        return no_cells(spark, spec, bad)
     while True:
         try:
             lines, cached, count = numbered_lines(spark, files)

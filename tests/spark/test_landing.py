@@ -323,6 +323,33 @@ def test_csv_gzipped_lands_as_the_plain_file_and_a_truncated_one_is_a_bad_file(
     assert "Compressed file ended before the end-of-stream marker" in bad_files[0][1]
 
 
+def test_a_jsonl_line_too_long_to_hold_refuses_its_file_before_spark_reads_it(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Spark's text reader would hold the line whole (a 300 MB line took a 4 GB session's JVM
+    # down): the file is scanned in blocks first and refused whole, its other lines too.
+    import gzip
+
+    from joins.landing import long_lines
+
+    monkeypatch.setattr(long_lines, "MAX_LINE_BYTES", 100)
+    good = jsonl(tmp_path / "a.jsonl", GOOD)
+    long = tmp_path / "b.jsonl"
+    long.write_text(json.dumps(GOOD) + "\n" + json.dumps({**GOOD, "w": "x" * 200}) + "\n")
+    packed = tmp_path / "c.jsonl.gz"
+    packed.write_bytes(gzip.compress(("x" * 150 + "\n").encode()))
+    batch = read_landing(spark, [good, str(long), str(packed)], spec("jsonl", on_bad_record="quarantine"))
+    try:
+        rows = [(Path(r["source_file"]).name, r["source_row"]) for r in batch.changelog.collect()]
+        bad_files = [(Path(f).name, reason) for f, reason in batch.bad_files]
+        quarantined = sorted((r["kind"], Path(r["source_file"]).name) for r in batch.bad_records.collect())
+    finally:
+        batch.close()
+    assert rows == [("a.jsonl", 1)]
+    assert bad_files == [(name, f"cannot be read: line {n} is longer than 100 bytes, the longest line "
+                                "a reader holds") for name, n in (("b.jsonl", 2), ("c.jsonl.gz", 1))]
+    assert quarantined == [("bad_file", "b.jsonl"), ("bad_file", "c.jsonl.gz")]
+
+
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_files_named_by_a_uri_land_as_local_ones(spark: Any, tmp_path: Path, fmt: str) -> None:
     # An object store's landing folder names its files by URI (here file://): a Parquet footer
