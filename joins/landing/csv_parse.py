@@ -14,7 +14,7 @@ text and, for a record that cannot be split into fields, the reason:
 
 A file named `*.gz` or `*.bz2` is decompressed as it is read (gzip, bzip2: what Spark's text
 reader opens for JSON-lines files too). A file that cannot be opened or read through (a broken
-or truncated compressed file, or a line longer than `MAX_LINE_CHARS`) is reported once, with
+or truncated compressed file, or a line longer than `files.MAX_LINE_BYTES`) is reported once, with
 index -1.
 """
 
