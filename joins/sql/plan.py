@@ -16,6 +16,7 @@ from joins.sql.parse import conjuncts, parse_condition
 from joins.sql.time_bounds import (
     PostponeTimeMap,
     TimeBound,
+    contradiction,
     examine,
     postpone_time_map,
     select_time_bounds,
@@ -115,6 +116,16 @@ def analyze_join_condition(condition: str, left_columns: Sequence[str],
     for side in SIDES:
         if not any(b.bounded.side == side for b in bounds):
             raise ConfigError(_missing_bound_message(side, rejected, keys))
+    contradicting = contradiction(bounds)
+    if contradicting:
+        # Flink SQL runs such a join as one that never matches (an outer join pads every row);
+        # nobody writes that on purpose: it is a slip in the bounds, told before any run.
+        sources = list(dict.fromkeys(b.source for b in contradicting))
+        raise ConfigError(
+            "condition: no pair of rows can join: the time bounds "
+            + " and ".join(f"`{b.describe()}`" for b in contradicting)
+            + f" cannot all hold (from {'; '.join(f'`{s}`' for s in sources)}); is a lower bound "
+            "above its upper one (`BETWEEN` takes the lower first)?")
     time_columns = tuple(schema.ordered(c for b in bounds for c in (b.bounded, b.reference)))
     # Compiled after the bounds: a condition the engine cannot bound says so first, even where
     # an unsupported function is what makes a bound non-constant.

@@ -238,6 +238,26 @@ def tightest(bounds: Sequence[TimeBound]) -> tuple[TimeBound, ...]:
     return tuple(best[pair] for pair in sorted(best))
 
 
+def contradiction(bounds: Sequence[TimeBound]) -> list[TimeBound]:
+    """Bounds that no pair of rows meets together (empty: some pair can). Each bound is the
+    difference constraint `reference - bounded <= postpone_ms`; they contradict each other
+    exactly when a cycle of them sums below zero (`b >= a + 10` and `b <= a`: 10 > 0). Returned:
+    the bounds between the columns on such a cycle."""
+    columns = sorted({c for b in bounds for c in (b.bounded, b.reference)})
+    at = {c: i for i, c in enumerate(columns)}
+    inf = math.inf
+    dist = [[0 if i == j else inf for j in range(len(columns))] for i in range(len(columns))]
+    for b in bounds:
+        i, j = at[b.bounded], at[b.reference]
+        dist[i][j] = min(dist[i][j], b.postpone_ms)
+    for k in range(len(columns)):
+        for i in range(len(columns)):
+            for j in range(len(columns)):
+                dist[i][j] = min(dist[i][j], dist[i][k] + dist[k][j])
+    cycle = {c for c in columns if dist[at[c]][at[c]] < 0}
+    return [b for b in bounds if b.bounded in cycle and b.reference in cycle]
+
+
 def postpone_time_map(bounds: Sequence[TimeBound], time_columns: Sequence[ColumnRef]) -> PostponeTimeMap:
     entries: dict[ColumnRef, list[tuple[ColumnRef, int]]] = {c: [] for c in time_columns}
     for bound in bounds:

@@ -137,8 +137,13 @@ def test_canonical_bounds_are_equivalent_to_the_comparison(relation: str, consta
     else:
         text, holds = f"r.t - ({literal}) {relation} l.t", (
             lambda x, y: RELATIONS[relation](y - constant, x))
-    plan = analyze_join_condition(f"{text} AND l.u BETWEEN r.u - 1 AND r.u + 1", ["t", "u"],
-                                  ["t", "u"])
+    condition = f"{text} AND l.u BETWEEN r.u - 1 AND r.u + 1"
+    if relation == "=" and constant.denominator != 1:
+        # No two integer times differ by a fraction: no pair can join, and the join is refused.
+        with pytest.raises(ConfigError, match="no pair of rows can join"):
+            analyze_join_condition(condition, ["t", "u"], ["t", "u"])
+        return
+    plan = analyze_join_condition(condition, ["t", "u"], ["t", "u"])
     t_bounds = [b for b in plan.bounds if b.bounded.name == "t"]
     assert t_bounds, text
     for x, y in itertools.product(range(-8, 9), repeat=2):
@@ -182,6 +187,14 @@ ERROR_CASES: list[tuple[str, list[str], list[str], str]] = [
     ("l.time = r.time AND l.time IN (1, 2)", T, T, "unsupported SQL"),
     ("l.time = r.time AND l.time <=> 1", T, T, "unsupported SQL"),
     ("l.time BETWEEN r.time AND r.time + INTERVAL '1' MONTH", T, T, "unsupported interval"),
+    # Bounds no pair meets: a BETWEEN written upper bound first, strict bounds that exclude each
+    # other, and a cycle through a second pair of time columns.
+    ("l.time BETWEEN r.time + 10 AND r.time", T, T,
+     "no pair of rows can join: the time bounds `l.time >= r.time + 10` and `r.time >= l.time - 0`"),
+    ("l.time >= r.time AND l.time < r.time", T, T, "no pair of rows can join"),
+    ("l.t BETWEEN r.t + 10 AND r.t + 20 AND r.t BETWEEN l.u AND l.u + 5 "
+     "AND l.u BETWEEN r.v AND r.v + 1 AND l.t BETWEEN r.v - 100 AND r.v", ["t", "u"], ["t", "v"],
+     "no pair of rows can join"),
     ("l.time >= r.time -", T, T, "not a valid SQL expression"),
     ("SELECT 1", T, T, "not a statement"),
     ("l.time = r.time; DROP TABLE x", T, T, "not a statement"),
