@@ -39,6 +39,10 @@ def test_the_yaml_spec_builds_two_event_assets_and_the_join() -> None:
      "OR is not supported"),
     ("deliveries.ts BETWEEN orders.ts AND orders.ts + orders.amount",
      "is a non-constant bound"),
+    ("deliveries.ts BETWEEN orders.ts + 10 AND orders.ts", "no pair of rows can join"),
+    # Declared types: a key equality of a double and a string column never matches.
+    ("deliveries.ts BETWEEN orders.ts AND orders.ts + 1 AND orders.amount = deliveries.order_id",
+     "`orders.amount = deliveries.order_id` compares a double key with a string one"),
 ])
 def test_bad_conditions_are_refused_when_the_spec_loads(condition: str, message: str) -> None:
     raw = copy.deepcopy(DELIVERIES_SPEC)

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from joins.pipeline.spec import PipelineLayout
 
 EVENTS_TS = "ts"  # the events table keeps a source's event time under this name
+# Declared column types as the key rule sees them (`joins.sql.spark.spark_kind`).
+_KEY_KINDS = {"long": "long", "int": "long", "double": "double", "string": "string", "boolean": "boolean"}
 
 
 class IntervalJoinPipeline(PipelineSpec):
@@ -78,10 +80,27 @@ class IntervalJoinPipeline(PipelineSpec):
             if self.source(side).tombstone_column is not None:
                 raise self.error(f"{side}.tombstone_column", "an event stream has no deletes")
         try:
-            self.engine_spec()
+            spec = self.engine_spec()
         except ConfigError as exc:
             raise self.error("condition", str(exc).split("config.condition: ", 1)[-1]) from None
+        # The key rule: values of different types are different keys (1, 1.0 and "1"), so a key
+        # equality of two declared columns of different types would never let a pair join.
+        kinds = {side: self._key_kinds(side) for side in SIDES}
+        for left, right in spec.plan.equi_keys:
+            lk, rk = kinds["left"].get(left.name), kinds["right"].get(right.name)
+            if lk is not None and rk is not None and lk != rk:
+                raise self.error("condition", (
+                    f"`{left.name} = {right.name}` compares a {lk} key with a {rk} one: keys "
+                    f"of different types never match (1, 1.0 and \"1\" are different keys), so "
+                    f"no pair would join; declare both columns with one type"))
         return self
+
+    def _key_kinds(self, side: Side) -> dict[str, str]:
+        """Join column name -> the kind its declared type has under the key rule."""
+        src = self.source(side)
+        kinds = {f"{src.name}.{c.name}": _KEY_KINDS[c.type] for c in (*src.key_columns, *src.value_columns)}
+        kinds[f"{src.name}.{src.ts_column}"] = "long"
+        return kinds
 
     def columns(self, side: Side) -> dict[str, str]:
         """Join column name (`orders.order_time`) -> events table column (`ts` for the time)."""
