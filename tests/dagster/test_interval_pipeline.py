@@ -43,6 +43,9 @@ def test_the_yaml_spec_builds_two_event_assets_and_the_join() -> None:
     # Declared types: a key equality of a double and a string column never matches.
     ("deliveries.ts BETWEEN orders.ts AND orders.ts + 1 AND orders.amount = deliveries.order_id",
      "`orders.amount = deliveries.order_id` compares a double key with a string one"),
+    ("deliveries.courier BETWEEN orders.ts AND orders.ts + 1",
+     "`deliveries.courier` is a time column of the condition .* but is declared string"),
+    ("orders.amount BETWEEN deliveries.ts - 1 AND deliveries.ts", "declared double"),
 ])
 def test_bad_conditions_are_refused_when_the_spec_loads(condition: str, message: str) -> None:
     raw = copy.deepcopy(DELIVERIES_SPEC)

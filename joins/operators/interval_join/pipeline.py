@@ -86,6 +86,13 @@ class IntervalJoinPipeline(PipelineSpec):
         # The key rule: values of different types are different keys (1, 1.0 and "1"), so a key
         # equality of two declared columns of different types would never let a pair join.
         kinds = {side: self._key_kinds(side) for side in SIDES}
+        for column in spec.plan.time_columns:
+            kind = kinds[column.side].get(column.name)
+            if kind is not None and kind != "long":
+                raise self.error("condition", (
+                    f"`{column.name}` is a time column of the condition (a bound between the "
+                    f"inputs reads it) but is declared {kind}: time columns hold epoch "
+                    f"milliseconds, declared long or int"))
         for left, right in spec.plan.equi_keys:
             lk, rk = kinds["left"].get(left.name), kinds["right"].get(right.name)
             if lk is not None and rk is not None and lk != rk:
