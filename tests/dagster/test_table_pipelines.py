@@ -66,6 +66,25 @@ def test_filter_map_and_aggregate_spec_errors(raw: dict[str, Any], fragment: str
         parse_pipeline_spec(raw)
 
 
+def test_a_sum_of_a_column_that_holds_no_numbers_is_refused(tmp_path: Path) -> None:
+    # A source declares its types: refused when the spec loads. An upstream pipeline's output
+    # declares none: refused when a run builds the step from its table's schema, before any row.
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    with pytest.raises(ConfigError, match=r"config\.aggregate\.field: sum needs a number column; "
+                                          "'team' is declared string"):
+        parse_pipeline_spec({**COUNT_SPEC, "upstream": None, "source": SOURCE, "group_by": "n",
+                             "aggregate": {"function": "sum", "field": "team"}})
+    spec = parse_pipeline_spec({**COUNT_SPEC, "aggregate": {"function": "sum", "field": "left_name"}})
+    layout = PipelineLayout(str(tmp_path), spec)
+    write_deltalake(layout.input_table("table"), pa.table({
+        "customer_id": ["c1"], "left_country": ["DE"], "left_name": ["Ada"], "_batch_id": [0]}))
+    with pytest.raises(ConfigError, match="sum needs a number column; 'left_name' of "
+                                          "'customer_accounts' is string"):
+        spec.step(layout)
+
+
 # ---- engines on typed columns ----------------------------------------------------------------
 
 ROWS = [

@@ -10,12 +10,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import StrictStr, field_validator, model_validator
 
 from joins.changelog.pipeline import TableOperatorPipeline, value_types
+from joins.errors import ConfigError
 from joins.incremental.projection import OutputValue
 from joins.operators.table_aggregate.spec import AggregateSpec, TableAggregateSpec
 
 if TYPE_CHECKING:
     from joins.incremental import IncrementalOperator
     from joins.pipeline.spec import PipelineLayout
+
+
+_NUMBERS = ("long", "int", "double")
 
 
 class TableAggregatePipeline(TableOperatorPipeline):
@@ -44,6 +48,12 @@ class TableAggregatePipeline(TableOperatorPipeline):
                                  f"(has {list(self.source.value_names)})")
         if self.aggregate.function == "concat" and self.aggregate.field is None:
             raise self.error("aggregate.field", "concat of a typed input names the column to concat")
+        if self.aggregate.function == "sum" and self.source is not None:
+            # A declared type says now what every row would say at the first micro-batch.
+            declared = {c.name: c.type for c in self.source.value_columns}[self.aggregate.field or ""]
+            if declared not in _NUMBERS:
+                raise self.error("aggregate.field", f"sum needs a number column; "
+                                 f"{self.aggregate.field!r} is declared {declared}")
         self.engine_spec()
         return self
 
@@ -65,13 +75,21 @@ class TableAggregatePipeline(TableOperatorPipeline):
         return (OutputValue(function, ("{}_int",) if function == "sum" else ()),)
 
     def step(self, layout: PipelineLayout) -> IncrementalOperator:
+        from pyspark.sql.types import NumericType
+
         from joins.changelog import ChangelogColumns
         from joins.changelog.values import TypedValues
         from joins.operators.table_aggregate.spark_incremental import TableAggregateStep
 
         columns = tuple(c for c in (self.group_by, self.aggregate.field) if c is not None)
+        types = value_types(layout, columns)
+        field = self.aggregate.field
+        if self.aggregate.function == "sum" and field and not isinstance(types[field], NumericType):
+            # An upstream pipeline's output declares no types: its table's schema tells them.
+            raise ConfigError(f"{self.name}: sum needs a number column; {field!r} of "
+                              f"{self.input_name()!r} is {types[field].simpleString()}")
         return TableAggregateStep(
-            self.engine_spec(), TypedValues(columns, value_types(layout, columns)),
+            self.engine_spec(), TypedValues(columns, types),
             ChangelogColumns(key=self.key_column, seq="_seq" if self.source is not None else "_batch_id"),
             json_keys=False)
 
