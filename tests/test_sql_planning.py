@@ -298,6 +298,10 @@ def test_the_name_comes_from_insert_into_set_or_the_file() -> None:
     ("SELECT country, COUNT(DISTINCT name) FROM customers GROUP BY country", "COUNT(*) or SUM(column)"),
     ("SELECT country, name, COUNT(*) FROM customers GROUP BY country, name", "GROUP BY one column"),
     ("SELECT country FROM customers GROUP BY country", "select an aggregate: COUNT(*) or SUM(column)"),
+    ("SELECT country, name, COUNT(*) FROM customers GROUP BY country",
+     "line 1, column 17: 'name' is not the GROUP BY column (country): select the GROUP BY column "
+     "and one aggregate"),
+    ("SELECT country, COUNT(*) FROM customers GROUP BY name", "'country' is not the GROUP BY column (name)"),
     ("SELECT country, COUNT(*) FROM customers WHERE name = 'x' GROUP BY country", "GROUP BY with WHERE"),
     ("SELECT country, COUNT(*) OVER (PARTITION BY country) FROM customers WHERE country = 'x'",
      "line 1, column 17: a window function"),

@@ -56,6 +56,9 @@ def _aggregate(src: SqlText, query: exp.Select, group: exp.Group, resolver: Reso
                 raise src.error(item, f"{item.sql()!r}: the group is the output's key (`key`): "
                                       f"it keeps its name")
             continue
+        if isinstance(node, exp.Column):
+            raise src.error(node, f"{node.sql()!r} is not the GROUP BY column ({by}): select the "
+                                  f"GROUP BY column and one aggregate")
         if aggregate is not None:
             raise src.error(node, f"{node.sql()!r}: select the GROUP BY column and one aggregate")
         aggregate = _function(src, node, resolver)
