@@ -216,7 +216,9 @@ def test_the_name_comes_from_insert_into_set_or_the_file() -> None:
     ("SELECT * FROM orders, rates", "line 1, column 23: a join without a time bound or a FOR "
                                     "SYSTEM_TIME AS OF clause has unbounded state"),
     ("SELECT * FROM orders CROSS JOIN rates", "line 1, column 33: CROSS join: a join without"),
-    ("SELECT * FROM customers JOIN accounts USING (customer_id)", "line 1, column 30: USING join"),
+    ("SELECT * FROM customers JOIN accounts USING (customer_id)",
+     "line 1, column 30: USING (customer_id): write the join's condition out, "
+     "`ON customers.customer_id = accounts.customer_id`"),
     ("SELECT * FROM customers NATURAL JOIN accounts", "line 1, column 38: NATURAL join: a join without"),
     ("SELECT * FROM customers c LEFT SEMI JOIN accounts a ON c.customer_id = a.customer_id",
      "line 1, column 42: LEFT SEMI JOIN: no operator runs it"),

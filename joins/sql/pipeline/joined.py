@@ -42,7 +42,14 @@ def plan_join(src: SqlText, left: Relation, right: Relation, join: exp.Join) -> 
         raise src.error(join.this, "ASOF JOIN: an as-of join is written `JOIN t FOR SYSTEM_TIME AS "
                                    "OF s.<event time> ON s.<column> = t.<key>` (Flink's event-time "
                                    "temporal join)")
-    if join.args.get("using") or join.args.get("method") or kind == "CROSS":
+    using = join.args.get("using")
+    if using:
+        # Written out, the same join may well plan (a key equality, a FOR SYSTEM_TIME AS OF).
+        names = [u.name for u in using]
+        example = " AND ".join(f"{left.alias}.{n} = {right.alias}.{n}" for n in names)
+        raise src.error(join.this, f"USING ({', '.join(names)}): write the join's condition out, "
+                                   f"`ON {example}`, so that each side's column is named")
+    if join.args.get("method") or kind == "CROSS":
         raise src.error(join.this, f"{kind or join.args.get('method') or 'USING'} join: {UNBOUNDED}")
     if kind not in ("", "INNER", "OUTER"):
         raise src.error(join.this, f"{join.side or ''} {kind} JOIN: no operator runs it (a "
