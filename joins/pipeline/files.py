@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from joins.core.yaml_text import load_yaml
 from joins.errors import JoinsError
 from joins.pipeline.registry import parse_pipeline_spec, spec_classes
 from joins.pipeline.shared import (
@@ -94,7 +95,7 @@ def read_spec_yaml(path: str | Path) -> tuple[dict[str, Any], str]:
     if p.suffix == SQL_SUFFIX:
         return {"name": p.stem}, text
     try:
-        raw = yaml.safe_load(text)
+        raw = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""

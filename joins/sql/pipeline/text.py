@@ -17,6 +17,7 @@ import yaml
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from joins.core.yaml_text import load_yaml
 from joins.errors import ConfigError
 from joins.sql.evaluator import interval_ms, number_literal
 
@@ -180,7 +181,7 @@ def _value(src: SqlText, node: exp.Expression) -> Any:
         if not node.is_string:
             return number_literal(node)
         try:
-            scalar = yaml.safe_load(node.this)
+            scalar = load_yaml(node.this)
         except yaml.YAMLError:
             return node.this
         return scalar if isinstance(scalar, int | float | bool | dt.date) else node.this
