@@ -50,3 +50,9 @@ def test_only_files_that_may_hold_a_long_line_are_scanned(tmp_path: Path) -> Non
     packed.write_bytes(gzip.compress(b"x"))
     paths = [str(p) for p in (small, big, packed)]
     assert sorted(long_lines._may_hold_a_long_line(paths, 10)) == sorted([str(big), str(packed)])
+
+
+def test_a_file_gone_since_the_listing_is_scanned_and_named_unreadable(tmp_path: Path) -> None:
+    gone = str(tmp_path / "gone.jsonl")
+    assert long_lines._may_hold_a_long_line([gone], 10) == [gone]
+    assert long_line_problem(gone, 10) == "cannot be read: No such file or directory"

@@ -65,8 +65,14 @@ def long_line_problem(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> str | 
 def _may_hold_a_long_line(paths: Sequence[str], max_line_bytes: int) -> list[str]:
     """The files a line over `max_line_bytes` could be in: compressed or larger than it."""
     out = [p for p in paths if is_compressed(p)]
-    local = [p for p in paths if not is_compressed(p) and not is_remote(p)]
-    out += [p for p in local if os.lstat(p).st_size > max_line_bytes]
+    for path in paths:
+        if is_compressed(path) or is_remote(path):
+            continue
+        try:
+            if os.lstat(path).st_size > max_line_bytes:
+                out.append(path)
+        except OSError:
+            out.append(path)   # gone since the listing: the scan says so, as a bad file
     remote = [p for p in paths if not is_compressed(p) and is_remote(p)]
     if remote:
         import pyarrow.fs as pafs

@@ -243,10 +243,9 @@ def test_jsonl_corpus(spark: Any, tmp_path: Path) -> None:
     (folder / "04-empty.jsonl").write_bytes(b"")
     expected["04-empty.jsonl"] = Expect()
     (folder / "05-broken.jsonl.gz").write_bytes(b"\x1f\x8bgarbage garbage")
-    expected["05-broken.jsonl.gz"] = Expect(whole=(
-        "cannot be read: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered "
-        f"error while reading file file://{folder}/05-broken.jsonl.gz.  SQLSTATE: KD001 (cause: "
-        "java.io.IOException: gzip data not compressed with deflate method)"))
+    # A compressed file is read through once before Spark reads it (for a line too long to hold:
+    # joins/landing/long_lines.py), which finds the broken stream first, in Python's words.
+    expected["05-broken.jsonl.gz"] = Expect(whole="cannot be read: Unknown compression method")
     finish_corpus(spark, tmp_path, "jsonl", write_jsonl, expected)
 
 
