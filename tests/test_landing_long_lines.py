@@ -56,3 +56,26 @@ def test_a_file_gone_since_the_listing_is_scanned_and_named_unreadable(tmp_path:
     gone = str(tmp_path / "gone.jsonl")
     assert long_lines._may_hold_a_long_line([gone], 10) == [gone]
     assert long_line_problem(gone, 10) == "cannot be read: No such file or directory"
+
+
+def test_objects_in_a_store_are_sized_with_one_file_system(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.fs as pafs
+
+    small, big, gone = tmp_path / "s.jsonl", tmp_path / "b c.jsonl", tmp_path / "gone.jsonl"
+    small.write_bytes(b"x" * 10)
+    big.write_bytes(b"x\n" * 6)
+    (tmp_path / "dir.jsonl").mkdir()
+    uris = [f"file://{small}", f"file://{big}", f"file://{gone}", f"file://{tmp_path}/dir.jsonl"]
+    made: list[str] = []
+    real = pafs.FileSystem
+
+    class Counted:
+        @staticmethod
+        def from_uri(uri: str) -> tuple[pafs.FileSystem, str]:
+            made.append(uri)
+            return real.from_uri(uri)
+
+    monkeypatch.setattr(pafs, "FileSystem", Counted)
+    assert long_lines._may_hold_a_long_line(uris, 10) == uris[1:]
+    assert made == [uris[0]]
