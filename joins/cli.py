@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -48,7 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--check", action="store_true",
                         help="compare with the scenario's expected output; exit 1 on a difference")
     check = sub.add_parser("check", help="validate a folder of pipeline spec files (YAML, SQL)")
-    check.add_argument("folder", help="the specs folder (the code location's: pipelines/specs)")
+    check.add_argument("folder", nargs="?", default=None,
+                       help="the specs folder (default: --specs, TJ_SPECS_DIR or pipelines/specs)")
+    check.add_argument("--specs", default=None, help="the specs folder, as `table` and "
+                       "`reproduce` take it")
     from joins.query.cli import add_parser
     from joins.reproduce.cli import add_parser as add_reproduce
 
@@ -61,11 +65,20 @@ def check_specs(args: argparse.Namespace) -> int:
     """Every spec file of the folder as the code location would load it: one line per file."""
     from joins.pipeline.files import load_spec_folder, spec_files
 
-    files = spec_files(args.folder)
-    if not files:
-        print(f"error: no spec files (*.yaml, *.yml, *.sql) in {args.folder}", file=sys.stderr)
+    if args.folder and args.specs and args.folder != args.specs:
+        print(f"error: two specs folders given ({args.folder} and --specs {args.specs}); give one",
+              file=sys.stderr)
         return EXIT_INVALID
-    loaded = load_spec_folder(args.folder)
+    folder = args.folder or args.specs or os.environ.get("TJ_SPECS_DIR") or "pipelines/specs"
+    if not os.path.isdir(folder):
+        what = "is not a folder" if os.path.exists(folder) else "does not exist"
+        print(f"error: the specs folder {folder} {what}", file=sys.stderr)
+        return EXIT_INVALID
+    files = spec_files(folder)
+    if not files:
+        print(f"error: no spec files (*.yaml, *.yml, *.sql) in {folder}", file=sys.stderr)
+        return EXIT_INVALID
+    loaded = load_spec_folder(folder)
     good = {path: f"pipeline {name!r}" for name, path in loaded.files.items()}
     good |= {use.source.file: f"source {name!r}, {use.storage.describe()} read by "
                               f"{', '.join(use.readers)}" for name, use in loaded.sources.items()}

@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> Reproduction:
 
     if args.batch is not None and args.commit is not None:
         raise ReproduceError("--as-of-commit goes with --day (a batch's plan pins its own versions)")
+    for flag, value in (("--batch", args.batch), ("--as-of-commit", args.commit)):
+        if value is not None and value < 0:
+            raise ReproduceError(f"{flag}: batch ids and commits count from 0, got {value}")
     day = None if args.day is None else parse_day(args.day)
     specs, root = lake_of(args)
     runtime = join_runtime(args.join, specs=specs, root=root)

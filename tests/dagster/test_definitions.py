@@ -192,6 +192,23 @@ def test_check_names_file_line_and_the_near_miss_key(tmp_path, capsys) -> None:
     assert "1 spec file(s): 0 ok, 1 with errors" in err
 
 
+def test_check_takes_its_folder_as_table_and_reproduce_do(tmp_path, capsys, monkeypatch) -> None:
+    from joins.cli import EXIT_INVALID, EXIT_OK, main
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    _write_spec(specs, "a_orders.yaml")
+    assert main(["check", "--specs", str(specs)]) == EXIT_OK
+    monkeypatch.setenv("TJ_SPECS_DIR", str(specs))
+    assert main(["check"]) == EXIT_OK
+    capsys.readouterr()
+    for argv, said in ((["--specs", str(tmp_path / "gone")], "gone does not exist"),
+                       ([str(specs / "a_orders.yaml")], "a_orders.yaml is not a folder"),
+                       ([str(specs), "--specs", str(tmp_path)], "two specs folders given")):
+        assert main(["check", *argv]) == EXIT_INVALID
+        assert said in capsys.readouterr().err
+
+
 def test_check_suggests_the_choice_a_misspelt_value_meant(tmp_path, capsys) -> None:
     from joins.cli import EXIT_INVALID, main
 

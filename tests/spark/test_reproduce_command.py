@@ -95,6 +95,8 @@ def test_a_tampered_day_differs(spark: Any, lake_root: str) -> None:
     (["--day", "2024-03-01", "--as-of-commit", "99"], "there is no commit 99"),
     (["--day", "March 1"], "--day: not a date (YYYY-MM-DD): 'March 1'"),
     (["--batch", "0", "--as-of-commit", "1"], "--as-of-commit goes with --day"),
+    (["--batch", "-1"], "--batch: batch ids and commits count from 0, got -1"),
+    (["--day", "2024-03-01", "--as-of-commit", "-2"], "--as-of-commit: batch ids and commits count"),
 ])
 def test_mistakes_are_one_line(lake_root: str, args: list[str], message: str) -> None:
     code, _out, err = reproduce(lake_root, *args)
