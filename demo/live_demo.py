@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from demo.arguments import lake_root, seconds, whole
 from demo.live_data import LiveConfig, LiveGenerator
 from joins.core.human import duration, iso_time
 from runplatform.dagster_server import DagsterServer
@@ -63,13 +64,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="demo lake root (kept from run to run; --fresh wipes it)")
     parser.add_argument("--fresh", action="store_true",
                         help="wipe the lake and the pipeline's Dagster history first")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")))
-    parser.add_argument("--interval", type=float, default=5.0, help="seconds between waves")
-    parser.add_argument("--waves", type=int, default=0,
+    parser.add_argument("--port", type=whole(1, 65535), default=int(os.environ.get("PORT", "3000")))
+    parser.add_argument("--interval", type=seconds, default=5.0, help="seconds between waves")
+    parser.add_argument("--waves", type=whole(0), default=0,
                         help="stop landing after wave N (counted over runs; 0: never)")
-    parser.add_argument("--max-behind", type=int, default=4, metavar="FILES",
+    parser.add_argument("--max-behind", type=whole(0), default=4, metavar="FILES",
                         help="land no wave while more landed files than this wait for an ingest")
-    parser.add_argument("--backfill-every", type=int, default=3, metavar="MIN",
+    parser.add_argument("--backfill-every", type=whole(1), default=3, metavar="MIN",
                         help="minutes between runs of the 'nightly' backfill schedule")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines.definitions import build_definitions, lake_root_from_env
     from runplatform.instance import prepare_dagster_home
 
-    root = Path(args.root or lake_root_from_env()).resolve()
+    root = lake_root(parser, Path(args.root or lake_root_from_env()).resolve())
     # Only a lake this live demo made is kept: `./tj demo` lands other waves in the same folders.
     fresh = args.fresh or not (root / LIVE_MARKER).exists()
     if fresh:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from demo.arguments import lake_root, whole
 from demo.demo_deliveries import DeliveriesResult, ingest_and_join, summary
 from demo.demo_deliveries import land as land_deliveries
 from demo.demo_runner import Demo, checks_and_nightly_backfill, microbatches
@@ -153,13 +154,17 @@ def run(root: Path, *, sample: SampleConfig | None = None, instance: Any | None 
     return out
 
 
+# Each wave is a micro-batch of every pipeline, seconds each: a hundred is a long demo.
+MAX_WAVES = 100
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m demo",
                                      description="orders enriched with currency rates, end to end")
     parser.add_argument("--root", default=None,
                         help="demo lake root (default: TJ_LAKE_ROOT or ./var/lake); wiped first")
-    parser.add_argument("--waves", type=int, default=SampleConfig.waves,
-                        help="landing waves, one micro-batch each")
+    parser.add_argument("--waves", type=whole(1, MAX_WAVES), default=SampleConfig.waves,
+                        help=f"landing waves, one micro-batch each (1 to {MAX_WAVES})")
     parser.add_argument("--live", action="store_true",
                         help="instead: the Dagster UI with sensors on and data landing "
                              "(./tj demo --live --help for its options)")
@@ -170,14 +175,15 @@ def main(argv: list[str] | None = None) -> int:
 
         return live([a for a in argv if a != "--live"])
     args = parser.parse_args(argv)
+    from pipelines.definitions import lake_root_from_env
+
+    root = lake_root(parser, Path(args.root or lake_root_from_env()).resolve())
     # Library warnings (beta APIs, Spark) are not the demo's output.
     warnings.filterwarnings("ignore")
     # The demo's data is tiny: few shuffle partitions mean few tasks per Spark job.
     os.environ.setdefault("TJ_SHUFFLE_PARTITIONS", "2")
-    from pipelines.definitions import lake_root_from_env
     from runplatform.instance import prepare_dagster_home
 
-    root = Path(args.root or lake_root_from_env()).resolve()
     # Runs re-executed from the UI and the code location read the lake from the environment.
     os.environ["TJ_LAKE_ROOT"] = str(root)
     home = prepare_dagster_home()
