@@ -14,6 +14,7 @@ from joins.sql.columns import SIDE_ALIAS, SIDES, ColumnRef, ColumnResolver, Sche
 from joins.sql.evaluator import ColumnResolve, Predicate, compile_predicate
 from joins.sql.parse import conjuncts, parse_condition
 from joins.sql.time_bounds import (
+    MAX_OFFSET_MS,
     PostponeTimeMap,
     TimeBound,
     contradiction,
@@ -116,6 +117,12 @@ def analyze_join_condition(condition: str, left_columns: Sequence[str],
     for side in SIDES:
         if not any(b.bounded.side == side for b in bounds):
             raise ConfigError(_missing_bound_message(side, rejected, keys))
+    too_far = next((b for b in candidates if abs(b.postpone_ms) > MAX_OFFSET_MS), None)
+    if too_far is not None:
+        raise ConfigError(
+            f"condition: the time offset of `{too_far.source}` is {abs(too_far.postpone_ms)} ms, "
+            f"over the largest an interval join takes ({MAX_OFFSET_MS} ms, about 31,700 years): "
+            "an event time plus it overflows 64-bit milliseconds")
     contradicting = contradiction(bounds)
     if contradicting:
         # Flink SQL runs such a join as one that never matches (an outer join pads every row);

@@ -50,6 +50,11 @@ from joins.sql.evaluator import (
     sql_modulo,
 )
 
+# The largest offset a time bound may hold (about 31,700 years). Event times are epoch ms in a
+# 64-bit long; Spark's arithmetic on them fails on overflow (ANSI) where the reference's Python
+# ints do not, and no event time up to year 9999 (2.5e14 ms) plus this can overflow.
+MAX_OFFSET_MS = 10**15
+
 
 @dataclass(frozen=True)
 class TimeBound:

@@ -195,6 +195,12 @@ ERROR_CASES: list[tuple[str, list[str], list[str], str]] = [
     ("l.t BETWEEN r.t + 10 AND r.t + 20 AND r.t BETWEEN l.u AND l.u + 5 "
      "AND l.u BETWEEN r.v AND r.v + 1 AND l.t BETWEEN r.v - 100 AND r.v", ["t", "u"], ["t", "v"],
      "no pair of rows can join"),
+    # An offset whose sum with an event time overflows a long (Spark fails, Python does not).
+    ("l.time BETWEEN r.time AND r.time + 9223372036854775807", T, T,
+     "the time offset of `l.time BETWEEN r.time AND r.time + 9223372036854775807` is "
+     "9223372036854775807 ms, over the largest an interval join takes"),
+    ("l.time BETWEEN r.time - INTERVAL '99999999999' DAY AND r.time", T, T,
+     "is 8639999999913600000 ms, over the largest"),
     ("l.time >= r.time -", T, T, "not a valid SQL expression"),
     ("SELECT 1", T, T, "not a statement"),
     ("l.time = r.time; DROP TABLE x", T, T, "not a statement"),
