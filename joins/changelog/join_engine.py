@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import Field, StrictBool, StrictInt
+from pydantic import StrictBool
 
 from joins.changelog.result import (
     BATCH_ID,
@@ -23,6 +23,7 @@ from joins.changelog.result import (
     has,
 )
 from joins.core.human import iso_time
+from joins.core.time import DurationMs
 from joins.core.versioned import VersionedInput
 from joins.incremental.projection import OutputValue
 from joins.pipeline.sources import SourceSpec
@@ -43,7 +44,7 @@ class ChangelogSideSpec(SourceSpec):
     (`versioned` with `history_retention_ms`, or by arrival)."""
 
     versioned: StrictBool = True
-    history_retention_ms: StrictInt | None = Field(default=None, ge=0)
+    history_retention_ms: DurationMs | None = None
 
     def versioning(self) -> VersionedInput:
         return VersionedInput(versioned=self.versioned, history_retention_ms=self.history_retention_ms)

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import StrictBool, StrictStr, model_validator
 
+from joins.core.time import DurationMs
 from joins.core.versioned import VersionedInput
 from joins.errors import ConfigError
 from joins.pipeline.sources import SourceSpec, check_name
@@ -46,7 +47,7 @@ class TableOperatorPipeline(PipelineSpec):
     upstream: StrictStr | None = None
     upstream_key: StrictStr = "key"
     versioned: StrictBool = False
-    history_retention_ms: StrictInt | None = Field(default=None, ge=0)
+    history_retention_ms: DurationMs | None = None
 
     @model_validator(mode="after")
     def _one_input(self) -> TableOperatorPipeline:

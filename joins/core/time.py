@@ -9,8 +9,16 @@ its Spark twin (`joins.spark.exprs.event_date`) are its only definitions.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Annotated
+
+from pydantic import Field, StrictInt
 
 DAY_MS = 86_400_000
+# A spec's duration (grace, history retention, lag): Spark computes with it in 64-bit longs, where
+# a larger number would fail a batch (or change the column's type) that the reference, on
+# Python's integers, runs.
+MAX_DURATION_MS = 2**63 - 1
+DurationMs = Annotated[StrictInt, Field(ge=0, le=MAX_DURATION_MS)]
 _EPOCH_DAY = dt.date(1970, 1, 1)
 
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field, StrictBool, StrictInt, model_validator
 
 from joins.core.keys import TableKey
+from joins.core.time import DurationMs
 from joins.errors import config_error
 from joins.spec import Record, Spec
 
@@ -24,7 +25,7 @@ class VersionedInput(Spec):
     or unversioned (arrival semantics)."""
 
     versioned: StrictBool
-    history_retention_ms: StrictInt | None = Field(default=None, ge=0)
+    history_retention_ms: DurationMs | None = None
 
     @property
     def retention_ms(self) -> int:

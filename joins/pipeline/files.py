@@ -229,6 +229,7 @@ def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> Lo
     files: dict[str, str] = {}
     storage: dict[str, Storage] = {}
     readers: dict[str, list[str]] = {name: [] for name in shared}
+    failed: list[tuple[str, str]] = []   # (file name, text) of the pipeline files that did not load
     for path, raw, text in read:
         if is_source_file(raw):
             continue
@@ -246,6 +247,7 @@ def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> Lo
                 check_storage(shared[name], want, storage.get(name))
         except JoinsError as exc:
             errors.append(SpecFileError(str(path), str(exc), _named(raw)))
+            failed.append((Path(path).name, text))
             continue
         names |= own
         for name, want in needs.items():
@@ -256,9 +258,14 @@ def load_spec_folder(folder: str | Path, *, taken: set[str] | None = None) -> Lo
     sources: dict[str, SourceUse] = {}
     for name, source in shared.items():
         if name not in storage:
-            errors.append(SpecFileError(source.file, f"source {name!r} is read by no pipeline, so it "
-                                                     f"is not ingested (a source is stored as the "
-                                                     f"joins that read it need)", name))
+            # A reader whose file is broken is the likelier cause than a source nobody reads.
+            naming = [file for file, text in failed if re.search(rf"\b{re.escape(name)}\b", text)]
+            verb = "names" if len(naming) == 1 else "name"
+            why = (f"is read by no pipeline that loaded ({', '.join(naming)} {verb} it but did not "
+                   "load: its own error says why)") if naming else "is read by no pipeline"
+            errors.append(SpecFileError(source.file, f"source {name!r} {why}, so it is not "
+                                                     f"ingested (a source is stored as the joins "
+                                                     f"that read it need)", name))
             continue
         sources[name] = SourceUse(source, storage[name], tuple(readers[name]))
     return LoadedSpecs(tuple(specs), tuple(errors), files, sources)

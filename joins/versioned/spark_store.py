@@ -21,8 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, StrictInt, StrictStr, model_validator
+from pydantic import Field, StrictStr, model_validator
 
+from joins.core.time import DurationMs
 from joins.errors import ConfigError
 from joins.spec import Spec, parse_spec
 
@@ -55,7 +56,7 @@ class VersionedDeltaLayout(Spec):
 
     key_columns: tuple[StrictStr, ...] = Field(min_length=1)
     value_columns: tuple[StrictStr, ...] = ()
-    history_retention_ms: StrictInt = Field(ge=0)
+    history_retention_ms: DurationMs
 
     @model_validator(mode="after")
     def _names_are_usable(self) -> VersionedDeltaLayout:

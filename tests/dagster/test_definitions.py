@@ -209,6 +209,18 @@ def test_check_takes_its_folder_as_table_and_reproduce_do(tmp_path, capsys, monk
         assert said in capsys.readouterr().err
 
 
+def test_a_duration_beyond_a_long_is_refused(tmp_path, capsys) -> None:
+    # Spark computes with durations in 64-bit longs; Python's integers have no such end.
+    from joins.cli import EXIT_INVALID, main
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    _write_spec(specs, "a_orders.yaml", grace_ms=2**63, history_retention_ms=2**64)
+    assert main(["check", str(specs)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert f"config.grace_ms: Input should be less than or equal to {2**63 - 1} (got {2**63})" in err
+
+
 def test_check_suggests_the_choice_a_misspelt_value_meant(tmp_path, capsys) -> None:
     from joins.cli import EXIT_INVALID, main
 

@@ -107,7 +107,17 @@ def test_two_joins_needing_different_storage_is_an_error_naming_both(tmp_path: P
 def test_a_source_no_join_reads_is_reported(tmp_path: Path) -> None:
     message = _error(tmp_path, orders=ORDERS, lonely={**ORDERS, "name": "lonely"},
                      join=RATES_JOIN)
-    assert "lonely.yaml: source 'lonely' is read by no pipeline" in message
+    assert ("lonely.yaml: source 'lonely' is read by no pipeline, so it is not ingested"
+            in message)
+
+
+def test_a_source_whose_only_reader_is_broken_names_that_file(tmp_path: Path) -> None:
+    # The source is fine: its reader's own error is the one to fix.
+    loaded = load_spec_folder(_folder(tmp_path, orders=ORDERS, join={**RATES_JOIN, "grace_ms": -1}))
+    message = "\n".join(f"{e.path}: {e.message}" for e in loaded.errors)
+    assert "join.yaml: stream_table_join spec 'orders_with_rates'" in message
+    assert ("orders.yaml: source 'orders' is read by no pipeline that loaded (join.yaml names it "
+            "but did not load") in message
 
 
 def test_a_bad_source_file_names_its_line(tmp_path: Path) -> None:

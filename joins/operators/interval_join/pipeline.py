@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, StrictInt, StrictStr, model_validator
 
 from joins.core.human import iso_time
+from joins.core.time import DurationMs
 from joins.errors import ConfigError
 from joins.incremental.projection import OutputValue
 from joins.operators.interval_join.columns import BATCH_ID, EVENT_DATE, JoinLayout
@@ -62,8 +63,8 @@ class IntervalJoinPipeline(PipelineSpec):
     right: SourceSpec
     condition: StrictStr
     join: JoinType = "inner"
-    left_lag_ms: StrictInt = Field(ge=0)
-    right_lag_ms: StrictInt = Field(ge=0)
+    left_lag_ms: DurationMs
+    right_lag_ms: DurationMs
     late: LatePolicy = "quarantine"
     max_buffered_rows: StrictInt | None = Field(default=None, ge=1)
     bin_ms: StrictInt | None = Field(default=None, ge=1)

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, StrictInt, StrictStr, model_validator
+from pydantic import StrictStr, model_validator
 
+from joins.core.time import DurationMs
 from joins.incremental.projection import OutputValue
 from joins.landing.spec import ColumnSpec
 from joins.operators.stream_table_join.columns import (
@@ -46,8 +47,8 @@ class StreamTableJoinPipeline(PipelineSpec):
     stream: SourceSpec
     table: SourceSpec
     join: Literal["inner", "left"] = "left"
-    history_retention_ms: StrictInt = Field(ge=0)
-    grace_ms: StrictInt | None = Field(default=None, ge=0)
+    history_retention_ms: DurationMs
+    grace_ms: DurationMs | None = None
     late: LatePolicy = "join"
     table_key: StrictStr | None = None
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr, model_validator
 
+from joins.core.time import DurationMs
 from joins.core.versioned import VersionedInput
 from joins.errors import InputRecordError, config_error
 from joins.spec import Record, Spec, parse_record
@@ -31,7 +32,7 @@ LatePolicy = Literal["join", "drop", "quarantine"]
 class StreamTableJoinSpec(Spec):
     join: Literal["inner", "left"]
     table: VersionedInput
-    grace_ms: StrictInt | None = Field(default=None, ge=0)
+    grace_ms: DurationMs | None = None
     late: LatePolicy = "join"
     table_key: StrictStr | None = Field(default=None, min_length=1)
 

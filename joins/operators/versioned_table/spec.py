@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, StrictInt
 
 from joins.core.keys import TableKey
+from joins.core.time import DurationMs
 from joins.spec import Record, Spec, parse_record
 
 OPERATOR = "versioned_table"
@@ -20,7 +21,7 @@ class VersionedTableSpec(Spec):
     """`history_retention_ms`: how far behind the store's stream time a put is still stored and a
     timestamped get still answered from history. It doubles as the store's grace period."""
 
-    history_retention_ms: StrictInt = Field(ge=0)
+    history_retention_ms: DurationMs
 
 
 class _KeyedOp(Record):
