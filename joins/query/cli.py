@@ -52,6 +52,15 @@ def run(args: argparse.Namespace) -> None:
     as_of = None if args.as_of is None else parse_time(args.as_of)
     start = None if args.start is None else parse_time(args.start)
     end = None if args.end is None else parse_time(args.end)
+    if args.question == "get" and (start is not None or end is not None):
+        raise QueryError("--from and --to go with history; get takes --as-of")
+    if args.question == "history" and as_of is not None:
+        raise QueryError("--as-of goes with get; history takes --from and --to")
+    if start is not None and end is not None and start > end:
+        raise QueryError(f"--from ({iso_time(start)}) is after --to ({iso_time(end)}): no version "
+                         "is valid in such an interval")
+    if args.commit is not None and args.commit < 0:
+        raise QueryError(f"--as-of-commit: Delta versions count from 0, got {args.commit}")
     from joins.spark import get_spark
 
     spark = get_spark()

@@ -152,6 +152,18 @@ def test_the_command_line_refuses_a_bad_time_before_starting_spark(
     for argv in (["get", "EUR", "--as-of", "yesterday"], ["history", "EUR", "--to", "yesterday"]):
         assert main(["table", "rates", *argv, *where]) == EXIT_INVALID
         assert "not a time: 'yesterday'" in capsys.readouterr().err
+    # Questions no answer fits, told before a session starts too (they were answered "no
+    # version", or the argument was ignored).
+    for argv, said in (
+            (["history", "EUR", "--from", "2024-03-02", "--to", "2024-03-01"],
+             "--from (2024-03-02T00:00:00Z) is after --to (2024-03-01T00:00:00Z)"),
+            (["get", "EUR", "--as-of", "2024-03-01", "--to", "2024-03-02"],
+             "--from and --to go with history"),
+            (["history", "EUR", "--as-of", "2024-03-01"], "--as-of goes with get"),
+            (["get", "EUR", "--as-of", "2024-03-01", "--as-of-commit", "-1"],
+             "--as-of-commit: Delta versions count from 0, got -1")):
+        assert main(["table", "rates", *argv, *where]) == EXIT_INVALID
+        assert said in capsys.readouterr().err
 
 
 def test_the_dagster_query_job(spark: Any, table: VersionedTableRef) -> None:
