@@ -157,8 +157,24 @@ def parse_args(argv: list[str]) -> tuple[str, list[str]]:
     return port, rest
 
 
+def refuse_a_taken_port(port: str) -> None:
+    """Exit at once when `port` is taken: the run worker and Spark take half a minute to start,
+    and `dagster dev` would only then fail to bind."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the webserver binds: a port a stopped server left in TIME_WAIT is free to it.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", int(port)))
+        except OSError as exc:
+            raise SystemExit(f"./tj dev: port {port} on 127.0.0.1 is taken ({exc.strerror}; another "
+                             f"./tj dev?): stop it, or pass --port N") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     port, args = parse_args(list(sys.argv[1:] if argv is None else argv))
+    refuse_a_taken_port(port)
     from runplatform.instance import prepare_dagster_home
 
     home = prepare_dagster_home()

@@ -24,6 +24,19 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 
 
+def test_a_taken_port_is_refused_before_anything_starts() -> None:
+    import socket
+
+    from runplatform.dev import main
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit, match=rf"port {port} on 127.0.0.1 is taken .*pass --port N"):
+            main(["--port", str(port)])
+
+
 def test_port_argument() -> None:
     assert parse_args(["--port", "3111", "--verbose"]) == ("3111", ["--verbose"])
     assert parse_args(["--port=3112"]) == ("3112", [])
