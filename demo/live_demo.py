@@ -42,7 +42,7 @@ from demo.arguments import lake_root, seconds, whole
 from demo.live_data import LiveConfig, LiveGenerator
 from joins.core.human import duration, iso_time
 from runplatform.dagster_server import DagsterServer
-from runplatform.dev import WarmSpark, run_worker, warm_spark
+from runplatform.dev import WarmSpark, refuse_a_taken_port, run_worker, warm_spark
 
 LOCATION = "pipelines.definitions"
 LIVE_MARKER = ".tj-live-demo"
@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backfill-every", type=whole(1), default=3, metavar="MIN",
                         help="minutes between runs of the 'nightly' backfill schedule")
     args = parser.parse_args(argv)
+    refuse_a_taken_port(args.port, "./tj demo --live")
     warnings.filterwarnings("ignore")
 
     from demo.demo_runner import fresh_root as _fresh_root

@@ -157,7 +157,7 @@ def parse_args(argv: list[str]) -> tuple[str, list[str]]:
     return port, rest
 
 
-def refuse_a_taken_port(port: str) -> None:
+def refuse_a_taken_port(port: str | int, command: str = "./tj dev") -> None:
     """Exit at once when `port` is taken: the run worker and Spark take half a minute to start,
     and `dagster dev` would only then fail to bind."""
     import socket
@@ -168,8 +168,8 @@ def refuse_a_taken_port(port: str) -> None:
         try:
             probe.bind(("127.0.0.1", int(port)))
         except OSError as exc:
-            raise SystemExit(f"./tj dev: port {port} on 127.0.0.1 is taken ({exc.strerror}; another "
-                             f"./tj dev?): stop it, or pass --port N") from None
+            raise SystemExit(f"{command}: port {port} on 127.0.0.1 is taken ({exc.strerror}; "
+                             f"another {command}?): stop it, or pass --port N") from None
 
 
 def main(argv: list[str] | None = None) -> int:

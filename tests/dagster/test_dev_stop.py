@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_a_taken_port_is_refused_before_anything_starts() -> None:
     import socket
 
+    from demo.run import main as demo_main
     from runplatform.dev import main
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
@@ -35,6 +36,8 @@ def test_a_taken_port_is_refused_before_anything_starts() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(SystemExit, match=rf"port {port} on 127.0.0.1 is taken .*pass --port N"):
             main(["--port", str(port)])
+        with pytest.raises(SystemExit, match=rf"^./tj demo --live: port {port} on 127.0.0.1 is taken"):
+            demo_main(["--live", "--port", str(port)])
 
 
 def test_port_argument() -> None:
