@@ -73,7 +73,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backfill-every", type=whole(1), default=3, metavar="MIN",
                         help="minutes between runs of the 'nightly' backfill schedule")
     args = parser.parse_args(argv)
-    refuse_a_taken_port(args.port, "./tj demo --live")
     warnings.filterwarnings("ignore")
 
     from demo.demo_runner import fresh_root as _fresh_root
@@ -84,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     from runplatform.instance import prepare_dagster_home
 
     root = lake_root(parser, Path(args.root or lake_root_from_env()).resolve())
+    refuse_a_taken_port(args.port, "./tj demo --live")
     # Only a lake this live demo made is kept: `./tj demo` lands other waves in the same folders.
     fresh = args.fresh or not (root / LIVE_MARKER).exists()
     if fresh:
