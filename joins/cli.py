@@ -64,12 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
 def check_specs(args: argparse.Namespace) -> int:
     """Every spec file of the folder as the code location would load it: one line per file."""
     from joins.pipeline.files import load_spec_folder, spec_files
+    from joins.query.cli import specs_folder
 
     if args.folder and args.specs and args.folder != args.specs:
         print(f"error: two specs folders given ({args.folder} and --specs {args.specs}); give one",
               file=sys.stderr)
         return EXIT_INVALID
-    folder = args.folder or args.specs or os.environ.get("TJ_SPECS_DIR") or "pipelines/specs"
+    folder = specs_folder(args.folder or args.specs)
     if not os.path.isdir(folder):
         what = "is not a folder" if os.path.exists(folder) else "does not exist"
         print(f"error: the specs folder {folder} {what}", file=sys.stderr)

@@ -160,16 +160,11 @@ def parse_args(argv: list[str]) -> tuple[str, list[str]]:
 def refuse_a_taken_port(port: str | int, command: str = "./tj dev") -> None:
     """Exit at once when `port` is taken: the run worker and Spark take half a minute to start,
     and `dagster dev` would only then fail to bind."""
-    import socket
+    from joins.spark.server import free_port
 
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        # As the webserver binds: a port a stopped server left in TIME_WAIT is free to it.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", int(port)))
-        except OSError as exc:
-            raise SystemExit(f"{command}: port {port} on 127.0.0.1 is taken ({exc.strerror}; "
-                             f"another {command}?): stop it, or pass --port N") from None
+    if free_port(int(port)) != int(port):
+        raise SystemExit(f"{command}: port {port} on 127.0.0.1 is taken (another {command}?): "
+                         "stop it, or pass --port N")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,10 +32,16 @@ def lake_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pipeline specs folder (default: TJ_SPECS_DIR or pipelines/specs)")
 
 
+def specs_folder(given: str | None) -> str:
+    """The specs folder a command reads: the one given, else TJ_SPECS_DIR, else the code
+    location's own."""
+    return given or os.environ.get("TJ_SPECS_DIR") or "pipelines/specs"
+
+
 def lake_of(args: argparse.Namespace) -> tuple[str, str]:
     """(specs folder, absolute lake root) from `lake_arguments` and the environment."""
-    specs = args.specs or os.environ.get("TJ_SPECS_DIR") or "pipelines/specs"
-    return specs, os.path.abspath(args.lake or os.environ.get("TJ_LAKE_ROOT") or "./var/lake")
+    return specs_folder(args.specs), os.path.abspath(args.lake or os.environ.get("TJ_LAKE_ROOT")
+                                                      or "./var/lake")
 
 
 def run(args: argparse.Namespace) -> None:

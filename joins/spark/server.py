@@ -43,6 +43,9 @@ def free_port(preferred: int | None = None) -> int:
     """`preferred` if nothing listens there on 127.0.0.1, else a port the kernel picks."""
     for port in ([preferred] if preferred else []) + [0]:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # As servers bind (the JVM's and uvicorn's): a port a stopped server left in
+            # TIME_WAIT is free to them, one something listens on is not.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
