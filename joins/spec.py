@@ -94,7 +94,13 @@ def config_problem(err: Any, cls: type[BaseModel] | None, loc: Sequence[Any], *,
         return f"config.{key}: required setting is missing"
     # A whole mapping or list echoed back says nothing the key's path does not.
     got = f" (got {err['input']!r})" if not isinstance(err.get("input", {}), dict | list) else ""
-    return f"config.{key}: {str(err['msg']).removeprefix('Value error, ')}{got}{value_hint(err)}"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    # A model's own check (several settings together) starts its words with the setting it
+    # blames ("catalog_table: ..."): named as that setting, a spec file's message gets its line.
+    setting, colon, rest = msg.partition(": ")
+    if cls is not None and colon and setting in known_keys(cls, loc):
+        key, msg = ".".join([*(str(p) for p in loc), setting]), rest
+    return f"config.{key}: {msg}{got}{value_hint(err)}"
 
 
 def describe_validation_error(exc: ValidationError) -> tuple[str, str]:

@@ -31,7 +31,7 @@ from joins.ingest.log import IngestLog, PlannedBatch, PlannedFile, pending_files
 from joins.ingest.source import IngestSource, IngestSummary
 from joins.ingest.stream import ingest_stream_batch
 from joins.ingest.table import ingest_table_batch
-from joins.landing.files import LandingFile, file_problem, scan_folder
+from joins.landing.files import LandingFile, file_problems, scan_folder
 from joins.landing.parquet import footer_problem
 
 if TYPE_CHECKING:
@@ -138,10 +138,11 @@ def _ingest_files(spark: SparkSession, source: IngestSource, batch: PlannedBatch
     folder = source.landing.rstrip("/")
     readable: list[str] = []
     refused: list[tuple[str, str]] = []
-    for f in batch.files:
-        path = f"{folder}/{f.name}"
-        # A planned file may have gone (or been swapped for a link) before a re-run of its batch.
-        problem = f.problem or file_problem(path)
+    paths = {f"{folder}/{f.name}": f.problem for f in batch.files}
+    # A planned file may have gone (or been swapped for a link) before a re-run of its batch.
+    now = file_problems([path for path, problem in paths.items() if problem is None])
+    for path, planned in paths.items():
+        problem = planned or now[path]
         if problem is None:
             readable.append(path)
         else:

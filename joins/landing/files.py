@@ -20,11 +20,14 @@ import stat
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from joins.errors import ConfigError
 from joins.landing.spec import OPERATOR
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 _GLOB_CHARS = frozenset("[]{}*?\\")
 # Reader options (merged into the read's Hadoop configuration) for local files.
@@ -69,13 +72,7 @@ def _kind_of(mode: int) -> str:
 def file_problem(path: str) -> str | None:
     """Why `path` is no readable landing file (None: it is one). Never follows a link."""
     if is_remote(path):
-        import pyarrow.fs as pafs
-
-        fs, inner = pafs.FileSystem.from_uri(path)
-        kind = fs.get_file_info(inner).type
-        if kind == pafs.FileType.NotFound:
-            return "the file no longer exists (removed after it landed)"
-        return None if kind == pafs.FileType.File else "not a regular file (a directory)"
+        return _remote_problem(remote_infos([path])[path])
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -87,6 +84,38 @@ def file_problem(path: str) -> str | None:
     if not stat.S_ISREG(mode):
         return f"{_kind_of(mode)}, not a regular file"
     return None
+
+
+def file_problems(paths: Sequence[str]) -> dict[str, str | None]:
+    """`file_problem` of each path; objects in a store are asked about in one call per store."""
+    infos = remote_infos([p for p in paths if is_remote(p)])
+    return {p: _remote_problem(infos[p]) if is_remote(p) else file_problem(p) for p in paths}
+
+
+def _remote_problem(info: pafs.FileInfo) -> str | None:
+    import pyarrow.fs as pafs
+
+    if info.type == pafs.FileType.NotFound:
+        return "the file no longer exists (removed after it landed)"
+    return None if info.type == pafs.FileType.File else "not a regular file (a directory)"
+
+
+def remote_infos(paths: Sequence[str]) -> dict[str, pafs.FileInfo]:
+    """Each object's file info: one file system and one call per store, not one of each per
+    file (an object store's client resolves its credentials when made)."""
+    import pyarrow.fs as pafs
+
+    by_store: dict[str, list[str]] = {}
+    for path in paths:
+        scheme, _, rest = path.partition("://")
+        by_store.setdefault(f"{scheme}://{rest.split('/', 1)[0]}", []).append(path)
+    infos: dict[str, pafs.FileInfo] = {}
+    for group in by_store.values():
+        fs, prefix = _store_file_system(group)
+        inner = [p[len(prefix):] if prefix is not None and p.startswith(prefix) and "%" not in p
+                 and "?" not in p else pafs.FileSystem.from_uri(p)[1] for p in group]
+        infos.update(zip(group, fs.get_file_info(inner), strict=True))
+    return infos
 
 
 def scan_folder(folder: str) -> list[LandingFile]:
@@ -119,6 +148,23 @@ def _names_no_file(uri: str) -> bool:
     return fs.get_file_info(inner).type != pafs.FileType.File
 
 
+def _store_file_system(uris: Sequence[str]) -> tuple[pafs.FileSystem, str | None]:
+    """The file system of a store's URIs, and the part of a URI before the file system's own
+    path (s3://, file://, hdfs://host:port), from the first URI that parses as one (a name
+    with a space does not); a URI it does not end (a query, %-escapes) is parsed alone."""
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    for uri in uris:
+        try:
+            fs, inner = pafs.FileSystem.from_uri(uri)
+        except pa.ArrowInvalid:
+            continue
+        return fs, uri[:-len(inner)] if inner and uri.endswith(inner) else None
+    fs, _ = pafs.FileSystem.from_uri(uris[0])   # none parses: its error names the first
+    return fs, None
+
+
 def list_landing_files(files: str | Sequence[str]) -> list[LandingFile]:
     """The batch's files in arrival order: sorted by file name (then by full path). A directory
     given as `files` stands for its entries (see `scan_folder`); a named file that does not
@@ -126,12 +172,11 @@ def list_landing_files(files: str | Sequence[str]) -> list[LandingFile]:
     if isinstance(files, str) and (_names_no_file(files) if is_remote(files) else os.path.isdir(files)):
         return scan_folder(files)
     paths = [files] if isinstance(files, str) else list(files)
-    listed: dict[str, LandingFile] = {}
     for path in paths:
         if not is_remote(path) and not os.path.lexists(path):
             raise ConfigError(f"{OPERATOR}: landing file {path!r} does not exist")
-        listed[path] = LandingFile(path, file_problem(path))
-    return sorted(listed.values(), key=lambda f: (f.name, f.path))
+    listed = [LandingFile(path, problem) for path, problem in file_problems(paths).items()]
+    return sorted(listed, key=lambda f: (f.name, f.path))
 
 
 def open_landing_file(path: str, *, random_access: bool = False) -> BinaryIO:

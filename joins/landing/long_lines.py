@@ -26,6 +26,7 @@ from joins.landing.files import (
     is_remote,
     line_too_long,
     open_landing_file,
+    remote_infos,
 )
 
 if TYPE_CHECKING:
@@ -74,31 +75,14 @@ def _may_hold_a_long_line(paths: Sequence[str], max_line_bytes: int) -> list[str
         except OSError:
             out.append(path)   # gone since the listing: the scan says so, as a bad file
     remote = [p for p in paths if not is_compressed(p) and is_remote(p)]
-    sizes = _remote_sizes(remote)
-    out.extend(p for p in remote if sizes[p] is None or sizes[p] > max_line_bytes)
+    if remote:
+        from pyarrow.fs import FileType
+
+        # Gone, or no file: the scan says so, as a bad file.
+        infos = remote_infos(remote)
+        out.extend(p for p in remote
+                   if infos[p].type != FileType.File or infos[p].size > max_line_bytes)
     return out
-
-
-def _remote_sizes(paths: Sequence[str]) -> dict[str, int | None]:
-    """Each object's size (None: gone, or not a file): one file system and one call per store,
-    not one of each per file (an object store's client resolves its credentials when made)."""
-    import pyarrow.fs as pafs
-
-    by_store: dict[str, list[str]] = {}
-    for path in paths:
-        scheme, _, rest = path.partition("://")
-        by_store.setdefault(f"{scheme}://{rest.split('/', 1)[0]}", []).append(path)
-    sizes: dict[str, int | None] = {}
-    for group in by_store.values():
-        fs, first = pafs.FileSystem.from_uri(group[0])
-        # The URI's part before the file system's own path is the store's (s3://, file://,
-        # hdfs://host:port); a URI it does not end (a query, %-escapes) is parsed alone.
-        prefix = group[0][:-len(first)] if first and group[0].endswith(first) else None
-        inner = [p[len(prefix):] if prefix is not None and p.startswith(prefix) and "%" not in p
-                 and "?" not in p else pafs.FileSystem.from_uri(p)[1] for p in group]
-        for path, info in zip(group, fs.get_file_info(inner), strict=True):
-            sizes[path] = info.size if info.type == pafs.FileType.File else None
-    return sizes
 
 
 def _scan(max_line_bytes: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:

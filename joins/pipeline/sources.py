@@ -98,11 +98,11 @@ class SourceSpec(Spec):
     def _catalog_table_is_delta(self) -> SourceSpec:
         if self.catalog_table is not None:
             if self.format != "delta":
-                raise ValueError(f"catalog_table names a Delta table: it needs format: delta, "
-                                 f"not {self.format}")
+                raise ValueError(f"catalog_table: names a Delta table, so it needs format: "
+                                 f"delta, not {self.format}")
             if self.landing is not None:
-                raise ValueError("give the Delta table by path (landing) or by name "
-                                 "(catalog_table), not both")
+                raise ValueError("catalog_table: give the Delta table by path (landing) or "
+                                 "by name (catalog_table), not both")
         return self
 
     @model_validator(mode="after")

@@ -127,6 +127,21 @@ def test_a_bad_source_file_names_its_line(tmp_path: Path) -> None:
     assert "config.ts_colum: unknown key (not a setting of a source) (did you mean `ts_column`?)" in message
 
 
+@pytest.mark.parametrize(("change", "line", "said"), [
+    # Checks of several settings together name the setting they blame, and so its line.
+    ({"format": "delta", "catalog_table": "sales.orders"}, 10,
+     "config.catalog_table: give the Delta table by path (landing) or by name (catalog_table), not both"),
+    ({"ts_min_ms": 5, "ts_max_ms": 3}, 10, "config.ts_min_ms: 5 is after ts_max_ms 3"),
+])
+def test_a_check_of_several_settings_names_a_line(tmp_path: Path, change: dict[str, Any],
+                                                   line: int, said: str) -> None:
+    source = {"kind": "source", "name": "orders", "landing": "/tmp/x", "format": "jsonl",
+              "key_columns": [{"name": "id", "type": "string"}], "ts_column": "ts",
+              "tombstone_column": "deleted"}
+    message = _error(tmp_path, orders=yaml.safe_dump({**source, **change}, sort_keys=False))
+    assert f"line {line}, {said}" in message, message
+
+
 def test_load_spec_file_refuses_a_source_file() -> None:
     from joins.pipeline.files import load_spec_file
 
