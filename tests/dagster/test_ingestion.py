@@ -99,6 +99,6 @@ def test_reading_rules_of_a_source_reach_the_ingest(spec_dict: dict) -> None:
     landing = layout.ingest_source(layout.spec.input("table")).spec
     assert (landing.max_record_bytes, landing.ts_min_ms, landing.csv_delimiter) == (4096, 0, ";")
     spec_dict["table"].update(csv_header=False)
-    with pytest.raises(ConfigError, match=r"config\.table: .*csv_columns: required when csv_header "
+    with pytest.raises(ConfigError, match=r"config\.table\.csv_columns: required when csv_header "
                                           r"is false"):
         parse_pipeline_spec(spec_dict)
