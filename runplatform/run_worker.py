@@ -177,12 +177,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # one line per launch would drown the UI's own log
 
 
-def _warm_up(worker: RunWorker) -> None:
+def _warm_up(worker: RunWorker, backfills: int) -> None:
     from runplatform.warm_up import warm_up
 
     started = time.monotonic()
     try:
-        times = warm_up()
+        times = warm_up(backfills)
     except Exception as exc:  # the worker serves cold rather than not at all
         worker.warm_error = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()
@@ -200,6 +200,9 @@ def serve(home: Path, *, port: int = 0, warm_up: bool = True) -> None:
     from joins.spark.session import SparkSettings
 
     warnings.filterwarnings("ignore")  # Dagster's beta/preview notes, once per run
+    from runplatform.warm_up import backfills_from_env
+
+    backfills = backfills_from_env()   # a bad value stops the worker before its JVM starts
     sweep_scratch(home)
     scratch = scratch_dir(home, os.getpid())
     # The JVM starts before the first run needs it.
@@ -214,7 +217,8 @@ def serve(home: Path, *, port: int = 0, warm_up: bool = True) -> None:
     staged.replace(address)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     if warm_up and os.environ.get("TJ_WARM_UP", "1") != "0":
-        threading.Thread(target=_warm_up, args=(worker,), name="warm-up", daemon=True).start()
+        threading.Thread(target=_warm_up, args=(worker, backfills), name="warm-up",
+                         daemon=True).start()
     else:
         worker.warm = True
     print(f"run worker (pid {os.getpid()}) listening on 127.0.0.1:{server.server_port}",

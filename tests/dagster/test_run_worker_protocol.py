@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -205,3 +206,17 @@ def test_scratch_of_a_killed_worker_is_swept_a_live_ones_kept(tmp_path: Path) ->
         (path / "blockmgr-1").mkdir(parents=True)
     sweep_scratch(tmp_path)
     assert not dead.exists() and (live / "blockmgr-1").is_dir()
+
+
+def test_the_warm_ups_backfills_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runplatform.warm_up import DEFAULT_BACKFILLS, backfills_from_env
+
+    monkeypatch.delenv("TJ_WARM_UP_BACKFILLS", raising=False)
+    assert backfills_from_env() == DEFAULT_BACKFILLS
+    for text, wanted in (("1", 1), (" 0 ", 0), ("12", 12)):
+        monkeypatch.setenv("TJ_WARM_UP_BACKFILLS", text)
+        assert backfills_from_env() == wanted
+    for bad in ("-1", "two", "1.5"):
+        monkeypatch.setenv("TJ_WARM_UP_BACKFILLS", bad)
+        with pytest.raises(SystemExit, match=rf"TJ_WARM_UP_BACKFILLS: .* got '{re.escape(bad)}'"):
+            backfills_from_env()

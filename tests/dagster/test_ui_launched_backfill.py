@@ -29,9 +29,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 def demo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
               launcher: str = "") -> tuple[Path, Path, dict[str, str]]:
-    """`demo_instance` under `tmp_path`, its environment set for the test's own process too."""
+    """`demo_instance` under `tmp_path`, its environment set for the test's own process too.
+    A warm-up started from here runs one backfill of the sample, not three: these tests prove
+    that it runs and that runs go where they should, not how warm the JIT gets (bench/ui_runs.py
+    measures that, with the full warm-up)."""
     root, home, env = demo_instance(tmp_path, launcher=launcher)
-    for key, value in env.items():
+    for key, value in {**env, "TJ_WARM_UP_BACKFILLS": "1"}.items():
         monkeypatch.setenv(key, value)
     return root, home, env
 

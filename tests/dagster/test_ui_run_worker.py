@@ -8,6 +8,7 @@ demo's in-process backfill of the same days) is measured by bench/ui_runs.py."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -50,6 +51,10 @@ def test_a_ui_launched_backfill_runs_in_the_warm_worker(
                                     env={**os.environ, **env}, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         worker_pid = wait_for_warm_worker(home, proc, log)
+        # The warm-up ran the one backfill TJ_WARM_UP_BACKFILLS asked for (demo_home).
+        said = re.findall(r"run worker warm in \d+ s \(sample backfills: ([^)]*)\)",
+                          log.read_text())
+        assert len(said) == 1 and len(said[0].split(", ")) == 1, said
         run_id, clicked = launch_like_the_ui(instance, job, DAYS)
         run = instance.get_run_by_id(run_id)
         assert run is not None
