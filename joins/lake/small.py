@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
@@ -98,9 +99,18 @@ class SmallTable:
 
     def read(self, filters: Sequence[tuple[str, str, Any]] | None = None) -> pa.Table:
         try:
-            return self.table.to_pyarrow_table(filters=list(filters) if filters else None)
+            return self.table.to_pyarrow_table(filters=list(filters) if filters else None,
+                                               filesystem=self._filesystem())
         except DeltaError as exc:
             raise LakeError(f"{self.loc}: cannot read: {exc}") from exc
+
+    def _filesystem(self) -> pafs.FileSystem | None:
+        # delta-rs reads through a Python file system of its own by default, which Arrow's I/O
+        # threads call into; such a read left threads that aborted the process at exit
+        # (`terminate called without an active exception`, exit 134) in most one-read
+        # processes. Arrow's own local file system calls no Python. A remote store keeps
+        # delta-rs's, which knows its credentials and options (not measured: no store here).
+        return pafs.SubTreeFileSystem(self.loc.uri, pafs.LocalFileSystem()) if self.loc.is_local else None
 
 
 def open_small(path: str, *, version: int | None = None) -> SmallTable | None:
