@@ -109,7 +109,8 @@ class SmallTable:
         # threads call into; such a read left threads that aborted the process at exit
         # (`terminate called without an active exception`, exit 134) in most one-read
         # processes. Arrow's own local file system calls no Python. A remote store keeps
-        # delta-rs's, which knows its credentials and options (not measured: no store here).
+        # delta-rs's, which knows its credentials and options; it aborts the same way
+        # (docs/lake.md, "Metadata without Spark", says what would fix it).
         return pafs.SubTreeFileSystem(self.loc.uri, pafs.LocalFileSystem()) if self.loc.is_local else None
 
 
