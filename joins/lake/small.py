@@ -12,8 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+from pyarrow.parquet import filters_to_expression
 
 from joins.lake.errors import ConcurrentCommitError, LakeError
 from joins.lake.location import TableLocation
@@ -98,20 +99,27 @@ class SmallTable:
         return self.table.transaction_version(app_id)
 
     def read(self, filters: Sequence[tuple[str, str, Any]] | None = None) -> pa.Table:
+        # delta-rs's own pyarrow read goes through a Python file system, which Arrow's I/O
+        # threads call into; such a read left threads that aborted the process at exit
+        # (`terminate called without an active exception`, exit 134) in most one-read
+        # processes, locally and on S3. Arrow's local file system and delta-rs's Rust reader
+        # (DataFusion, for a store whose options only delta-rs knows) call no Python.
         try:
-            return self.table.to_pyarrow_table(filters=list(filters) if filters else None,
-                                               filesystem=self._filesystem())
+            if self.loc.is_local:
+                local = pafs.SubTreeFileSystem(self.loc.uri, pafs.LocalFileSystem())
+                return self.table.to_pyarrow_table(filters=list(filters) if filters else None,
+                                                   filesystem=local)
+            return self.read_in_rust(filters)
         except DeltaError as exc:
             raise LakeError(f"{self.loc}: cannot read: {exc}") from exc
 
-    def _filesystem(self) -> pafs.FileSystem | None:
-        # delta-rs reads through a Python file system of its own by default, which Arrow's I/O
-        # threads call into; such a read left threads that aborted the process at exit
-        # (`terminate called without an active exception`, exit 134) in most one-read
-        # processes. Arrow's own local file system calls no Python. A remote store keeps
-        # delta-rs's, which knows its credentials and options; it aborts the same way
-        # (docs/lake.md, "Metadata without Spark", says what would fix it).
-        return pafs.SubTreeFileSystem(self.loc.uri, pafs.LocalFileSystem()) if self.loc.is_local else None
+    def read_in_rust(self, filters: Sequence[tuple[str, str, Any]] | None = None) -> pa.Table:
+        """The rows as `read` gives them, read by delta-rs alone: DataFusion's string views
+        cast back to the table's schema, `filters` applied to the rows (a small table)."""
+        schema = pa.schema(self.table.schema().to_arrow())
+        query = QueryBuilder().register("t", self.table).execute("SELECT * FROM t")
+        rows = pa.table(query).select(schema.names).cast(schema)
+        return rows.filter(filters_to_expression(list(filters))) if filters else rows
 
 
 def open_small(path: str, *, version: int | None = None) -> SmallTable | None:
