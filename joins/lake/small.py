@@ -106,7 +106,7 @@ class SmallTable:
         # (DataFusion, for a store whose options only delta-rs knows) call no Python.
         try:
             if self.loc.is_local:
-                local = pafs.SubTreeFileSystem(self.loc.uri, pafs.LocalFileSystem())
+                local = pafs.SubTreeFileSystem(self.loc.fs_path(), self.loc.fs)
                 return self.table.to_pyarrow_table(filters=list(filters) if filters else None,
                                                    filesystem=local)
             return self.read_in_rust(filters)
