@@ -26,14 +26,16 @@ from typing import TYPE_CHECKING
 
 from joins import lake
 from joins.incremental import StateTable
-from joins.operators.interval_join.classify import BATCH, POS, USED0, live
+from joins.operators.interval_join.classify import BATCH, BUFFERED, CLASS, EVICT, POS, USED0, live
 from joins.operators.interval_join.columns import SEQ, JoinLayout
+from joins.operators.interval_join.pairs import BROADCAST_MAX_ROWS, distinct_ids, lin
 from joins.sql import SIDES, ColumnRef, Side
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from joins.incremental import JoinRoot, StepContext
+    from joins.operators.interval_join.counts import BatchCounts
 
 BUFFER = "buffer"
 SIDE, ENTRY = "_side", "_entry"
@@ -87,6 +89,38 @@ def used_entries(side: Side, seqs: DataFrame) -> DataFrame:
 
     return seqs.select(F.col(SEQ).cast("long").alias(SEQ), F.lit(USED).alias(ENTRY),
                        F.lit(side).alias(SIDE))
+
+
+def batch_entries(layout: JoinLayout, new: dict[Side, DataFrame], pairs: DataFrame | None,
+                  old: dict[Side, DataFrame | None], counts: BatchCounts) -> DataFrame | None:
+    """The batch's buffered rows (with their flag) and the flags of old rows that joined, for
+    its one commit; None when the batch buffers nothing and no old row joined."""
+    from pyspark.sql import functions as F
+
+    # Empty rows of both sides first: the table's columns never depend on the first batch.
+    parts = [row_entries(layout, side, new[side].withColumn(USED0, F.lit(False)).limit(0))
+             for side in SIDES]
+    writes = 0
+    for side in SIDES:
+        if counts.of(side, BUFFERED):
+            writes += 1
+            rows = new[side].where((F.col(CLASS) == BUFFERED) & F.col(EVICT).isNull())
+            if pairs is None:
+                rows = rows.withColumn(USED0, F.lit(False))
+            else:
+                # The batch's own rows that joined: at most its row count.
+                flags = (pairs.where(~F.col(lin(side, "_old")))
+                         .select(F.col(lin(side, SEQ)).alias("_hit")))
+                flags = distinct_ids(flags, shipped=counts.rows(side) <= BROADCAST_MAX_ROWS)
+                rows = (rows.join(flags, F.col(SEQ) == F.col("_hit"), "left")
+                        .withColumn(USED0, F.col("_hit").isNotNull()))
+            parts.append(row_entries(layout, side, rows))
+        if old[side] is not None and pairs is not None:
+            writes += 1
+            hit = pairs.where(F.col(lin(side, "_old")) & F.col(lin(side, EVICT)).isNull())
+            # Duplicates (a row joining several) are harmless; compaction folds them.
+            parts.append(used_entries(side, hit.select(F.col(lin(side, SEQ)).alias(SEQ))))
+    return entries(parts) if writes else None
 
 
 def entries(parts: list[DataFrame]) -> DataFrame:

@@ -89,13 +89,13 @@ def padded(rows: DataFrame, side: Side, *, emit_pos: Column, phase: Column, orde
 
 def null_pads(layout: JoinLayout, timeline: Timeline, new: dict[Side, DataFrame],
               evicted_old: dict[Side, DataFrame | None], used: Callable[[Side], DataFrame | None],
-              matched: Callable[[Side], DataFrame], counts: BatchCounts) -> list[DataFrame]:
+              matched: Callable[[Side], DataFrame | None], counts: BatchCounts) -> list[DataFrame]:
     """The null-padded rows of the batch's outer sides. A kind of row the batch's counts say
     it has none of gets no frame: each frame costs Spark an analysis now, a branch of the
     output's plan and its tasks in the write, and (for the anti joins) a job shipping the rows
     that joined; a single-record batch has rows of one class on one side. `used` and `matched`
     (a side's rows that joined in an earlier batch, in this one) are built only for a pad that
-    reads them, for the same reason."""
+    reads them, for the same reason; `matched` is None when the batch has no pairs."""
     from pyspark.sql import functions as F
 
     out = []
@@ -110,7 +110,7 @@ def null_pads(layout: JoinLayout, timeline: Timeline, new: dict[Side, DataFrame]
             out.append(padded(rows.where(F.col(CLASS) == FILTERED).select(*cols, SEG), side,
                               emit_pos=at, phase=F.lit(PHASE_AT_ARRIVAL), order=False, slot=seg2))
         if counts.of(side, OOB):
-            oob = rows.where(F.col(CLASS) == OOB).join(matched(side), SEQ, "left_anti")
+            oob = _unmatched(rows.where(F.col(CLASS) == OOB), matched(side))
             out.append(padded(oob.select(*cols, SEG), side, emit_pos=at,
                               phase=F.lit(PHASE_OOB_PAD), order=False, slot=seg2))
         if not counts.evicted_rows(side):
@@ -123,11 +123,22 @@ def null_pads(layout: JoinLayout, timeline: Timeline, new: dict[Side, DataFrame]
             if earlier is not None:
                 old = old.join(earlier, SEQ, "left_anti")
             gone = gone.unionByName(old.select(*cols, EVICT))
-        gone = gone.join(matched(side), SEQ, "left_anti")
+        gone = _unmatched(gone, matched(side))
         out.append(padded(gone, side, emit_pos=_event_pos(timeline, F.col(EVICT)),
                           phase=F.lit(PHASE_EVICTED + rank), order=True,
                           slot=F.col(EVICT) * F.lit(2) + F.lit(1)))
     return out
+
+
+def _unmatched(rows: DataFrame, matched: DataFrame | None) -> DataFrame:
+    return rows if matched is None else rows.join(matched, SEQ, "left_anti")
+
+
+def shape(layout: JoinLayout, new: dict[Side, DataFrame]) -> DataFrame:
+    """No rows, and every output column of both sides as the batch's rows type it: the base
+    of a batch's output when it has no pairs (its other parts may hold one side or none)."""
+    frames = [new[side].select(*layout.sides[side].output_names()).limit(0) for side in SIDES]
+    return frames[0].unionByName(frames[1], allowMissingColumns=True)
 
 
 def watermark_rows(spark: SparkSession, layout: JoinLayout, timeline: Timeline) -> DataFrame | None:

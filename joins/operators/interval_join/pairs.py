@@ -14,6 +14,7 @@ or plus the postpone times. No shuffle of the buffer, whatever it holds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from joins.operators.interval_join.bins import TimeWindow, candidate_pairs
@@ -27,10 +28,12 @@ from joins.operators.interval_join.classify import (
     SEG,
 )
 from joins.operators.interval_join.columns import SEQ, JoinLayout
-from joins.sql import ColumnRef, Side
+from joins.sql import SIDES, ColumnRef, Side
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+
+    from joins.operators.interval_join.counts import BatchCounts
 
 LINEAGE = (SEQ, POS, BATCH, SEG, EVICT, CLASS)
 MIN_POS = -(1 << 63)
@@ -44,6 +47,22 @@ PHASE_AT_ARRIVAL, PHASE_JOINED, PHASE_OOB_PAD, PHASE_EVICTED, PHASE_WATERMARK = 
 # faster. Kept small because that task reads every pair: at 10k new rows against 10k or 1M
 # buffered, bench/interval_step.py showed no gain beyond its spread.
 FEW_ROWS = 10_000
+# A batch up to this many rows is broadcast against the buffers (no shuffle of the buffers).
+BROADCAST_MAX_ROWS = 2_000_000
+
+
+def opposite(side: Side) -> Side:
+    return "right" if side == "left" else "left"
+
+
+def pairing_sides(counts: BatchCounts, has_old: Mapping[Side, bool]) -> list[Side]:
+    """The sides whose new rows can be the later row of a pair, by the batch's class counts: a
+    new buffered or out-of-bounds row, with an old or new buffered row on the other side. A
+    single-record batch has rows on one side only, so one direction of the pairs (and both in
+    a batch of watermark records or late rows) needs no frame at all: nothing to analyse, no
+    broadcast job, no branch in the writes' plans."""
+    return [s for s in SIDES if counts.of(s, BUFFERED) + counts.of(s, OOB)
+            and (has_old[opposite(s)] or counts.of(opposite(s), BUFFERED))]
 
 
 def lin(side: Side, name: str) -> str:
@@ -105,14 +124,18 @@ def narrowed(old: DataFrame, layout: JoinLayout, earlier: Side,
 
 
 def batch_pairs(layout: JoinLayout, new: dict[Side, DataFrame], old: dict[Side, DataFrame | None],
-                window: TimeWindow | None, broadcast: bool, batch_id: int) -> DataFrame:
-    """Every pair the batch emits, with where it is emitted (EMIT_*, ORDER_*, SLOT)."""
+                window: TimeWindow | None, broadcast: bool, batch_id: int,
+                later_sides: Sequence[Side] = ("left", "right")) -> DataFrame:
+    """Every pair the batch emits, with where it is emitted (EMIT_*, ORDER_*, SLOT).
+    `later_sides`: the sides whose new rows are the later of a pair (by default both; the
+    caller leaves out a side whose new rows, by the batch's counts, cannot be)."""
     from pyspark.sql import functions as F
 
     condition = layout.condition()
     keys = layout.join_keys()
     parts = []
-    for later, earlier in (("left", "right"), ("right", "left")):
+    for later in later_sides:
+        earlier = opposite(later)
         keep = [*layout.sides[earlier].output_names(), *LINEAGE]
         a = new[later].where(F.col(CLASS).isin(BUFFERED, OOB))
         b = new[earlier].where(F.col(CLASS) == BUFFERED).select(*keep)
@@ -136,5 +159,8 @@ def batch_pairs(layout: JoinLayout, new: dict[Side, DataFrame], old: dict[Side, 
             (F.col(lin("left", BATCH)) < F.lit(batch_id)).alias(lin("left", "_old")),
             (F.col(lin("right", BATCH)) < F.lit(batch_id)).alias(lin("right", "_old")),
             F.col(lin("left", EVICT)), F.col(lin("right", EVICT))))
-    return parts[0].unionByName(parts[1])
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
 

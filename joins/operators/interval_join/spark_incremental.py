@@ -31,12 +31,10 @@ from joins.operators.interval_join.bins import time_window
 from joins.operators.interval_join.buffer import (
     BUFFER,
     STATE_TABLES,
+    batch_entries,
     buffered_rows,
     compact,
-    entries,
     read_entries,
-    row_entries,
-    used_entries,
     used_seqs,
 )
 from joins.operators.interval_join.classify import (
@@ -45,7 +43,6 @@ from joins.operators.interval_join.classify import (
     EVICT,
     INVALID,
     LATE,
-    USED0,
     classify,
     evict_index,
 )
@@ -53,7 +50,6 @@ from joins.operators.interval_join.columns import (
     EVENT_DATE,
     JOINED,
     KIND,
-    SEQ,
     WATERMARK,
     JoinLayout,
 )
@@ -76,15 +72,17 @@ from joins.operators.interval_join.output import (
     finish_output,
     null_pads,
     quarantine_rows,
+    shape,
     watermark_rows,
 )
 from joins.operators.interval_join.pairs import (
+    BROADCAST_MAX_ROWS,
     batch_pairs,
-    distinct_ids,
-    lin,
     matched_seqs,
     narrowed,
     old_rows,
+    opposite,
+    pairing_sides,
 )
 from joins.operators.interval_join.report import IntervalBatchReport
 from joins.operators.interval_join.timeline import Timeline, build_timeline, carry_of, state_of
@@ -98,7 +96,6 @@ if TYPE_CHECKING:
     from joins.operators.interval_join.spec import IntervalJoinSpec
 
 APP = "interval_join"
-BROADCAST_MAX_ROWS = 2_000_000
 
 
 @dataclass
@@ -176,10 +173,14 @@ class IntervalJoinStep:
             minima = buffered_minima(needed, timeline.positions, layout, new, old) if needed else {}
             timeline.emit(minima)
         pairs = self._pairs(ctx, layout, new, old, counts)
-        def matched(side: Side) -> DataFrame:
+        def matched(side: Side) -> DataFrame | None:
+            if pairs is None:
+                return None
             return matched_seqs(pairs, side, rows=counts.rows(side) + held[side])
 
-        parts = [pairs.withColumn(KIND, F.lit(JOINED)),
+        # Without pairs, a zero-row frame of both sides' columns keeps the output's columns
+        # and types whatever parts the batch has.
+        parts = [pairs.withColumn(KIND, F.lit(JOINED)) if pairs is not None else shape(layout, new),
                  *null_pads(layout, timeline, new, evicted_old, lambda side: used_seqs(table, side),
                             matched, counts)]
         markers = watermark_rows(ctx.spark, layout, timeline)
@@ -194,30 +195,36 @@ class IntervalJoinStep:
         late_q = self.spec.late == "quarantine"
         if any(counts.of(s, INVALID) or (late_q and counts.of(s, LATE)) for s in SIDES):
             quarantine = Written(quarantine_rows(layout, timeline, new, ctx.batch_id, late_q))
-        state = self._state_writes(ctx, new, pairs, old, counts)
+        written = batch_entries(self.layout, new, pairs, old, counts)
+        state = {BUFFER: Written(written)} if written is not None else {}
         def release() -> None:
             for frame in new.values():
                 if small:
                     release_checkpoint(frame)
                 else:
                     frame.unpersist()
-            release_checkpoint(pairs)
+            if pairs is not None:
+                release_checkpoint(pairs)
 
         return StepResult(output=output, quarantine=quarantine, state=state,
                           finish=self._finisher(ctx, timeline, counts, held, seen, marked),
                           release=release)
 
     def _pairs(self, ctx: StepContext, layout: JoinLayout, new: dict[Side, DataFrame],
-               old: dict[Side, DataFrame | None], counts: BatchCounts) -> DataFrame:
+               old: dict[Side, DataFrame | None], counts: BatchCounts) -> DataFrame | None:
+        """The batch's pairs, built only in the directions its counts allow (`pairing_sides`);
+        None when there are none."""
         from pyspark.sql import functions as F
 
+        later = pairing_sides(counts, {s: old[s] is not None for s in SIDES})
+        if not later:
+            return None
         candidates: dict[Side, DataFrame | None] = {}
-        for side in SIDES:
-            other: Side = "right" if side == "left" else "left"
+        for side in (opposite(s) for s in later):
             if old[side] is None:
                 candidates[side] = None
                 continue
-            lo, hi = batch_range(ctx, layout, other)
+            lo, hi = batch_range(ctx, layout, opposite(side))
             candidates[side] = old_rows(narrowed(old[side], layout, side, lo, hi), F.col(EVICT))
         rows = sum(n for (_s, _c), n in counts.by_class.items())
         with ctx.phase("pairs"):
@@ -226,35 +233,7 @@ class IntervalJoinStep:
             return checkpointed(batch_pairs(layout, new, candidates,
                                             time_window(layout, self.bin_ms),
                                             broadcast=rows <= BROADCAST_MAX_ROWS,
-                                            batch_id=ctx.batch_id), eager=False)
-
-    def _state_writes(self, ctx: StepContext, new: dict[Side, DataFrame], pairs: DataFrame,
-                      old: dict[Side, DataFrame | None], counts: BatchCounts) -> dict[str, Written]:
-        """The batch's buffered rows (with their flag) and the flags of old rows that joined,
-        in one commit (nothing when the batch buffers nothing and no old row could join)."""
-        from pyspark.sql import functions as F
-
-        # Empty rows of both sides first: the table's columns never depend on the first batch.
-        parts = [row_entries(self.layout, side, new[side].withColumn(USED0, F.lit(False)).limit(0))
-                 for side in SIDES]
-        writes = 0
-        for side in SIDES:
-            if counts.of(side, BUFFERED):
-                writes += 1
-                # The batch's own rows that joined: at most its row count.
-                flags = (pairs.where(~F.col(lin(side, "_old")))
-                         .select(F.col(lin(side, SEQ)).alias("_hit")))
-                flags = distinct_ids(flags, shipped=counts.rows(side) <= BROADCAST_MAX_ROWS)
-                rows = (new[side].where((F.col(CLASS) == BUFFERED) & F.col(EVICT).isNull())
-                        .join(flags, F.col(SEQ) == F.col("_hit"), "left")
-                        .withColumn(USED0, F.col("_hit").isNotNull()))
-                parts.append(row_entries(self.layout, side, rows))
-            if old[side] is not None:
-                writes += 1
-                hit = pairs.where(F.col(lin(side, "_old")) & F.col(lin(side, EVICT)).isNull())
-                # Duplicates (a row joining several) are harmless; compaction folds them.
-                parts.append(used_entries(side, hit.select(F.col(lin(side, SEQ)).alias(SEQ))))
-        return {BUFFER: Written(entries(parts))} if writes else {}
+                                            batch_id=ctx.batch_id, later_sides=later), eager=False)
 
     def _finisher(self, ctx: StepContext, timeline: Timeline, counts: BatchCounts,
                   held: dict[Side, int], seen: dict[Side, dict[ColumnRef, int]],
