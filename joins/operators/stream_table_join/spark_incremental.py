@@ -136,8 +136,12 @@ class StreamTableJoinStep:
         decided = self.decider(value_cols, stream_cols).decide(
             ctx, new, buffer, ctx.change_stats("stream"), int(carry.get(BUFFERED, 0)))
         decision, row = decided.decision, decided.counts
+        # The decision's count says whether any record joins now (MIN_JOIN_TS, over the new
+        # records and those the buffer releases; a null ts failed the batch above): if none,
+        # no lookup plan and no output write, often half a single-record replay's batches.
+        to_join = None if row.get(MIN_JOIN_TS) is None else decision.to_join
         with ctx.phase("table side"):
-            side = lookup_table(ctx, spec, cols, decision.to_join, self.lookup_strategy,
+            side = lookup_table(ctx, spec, cols, to_join, self.lookup_strategy,
                                 self.held_max_rows, min_lookup_ts=row.get(MIN_JOIN_TS))
         result = self._writes(ctx, decision, side, stream_cols, row)
         return StepResult(output=result[0], quarantine=result[1], state=result[2],
@@ -152,7 +156,7 @@ class StreamTableJoinStep:
 
     def _writes(self, ctx: StepContext, decision: Decision, side: TableSide,
                 stream_cols: list[str], stats: Any,
-                ) -> tuple[Written, Written | None, dict[str, Written]]:
+                ) -> tuple[Written | None, Written | None, dict[str, Written]]:
         from pyspark.sql import functions as F
 
         spec, cols, bid = self.spec, self.cols, ctx.batch_id
@@ -170,10 +174,10 @@ class StreamTableJoinStep:
                    *(ident(table_value_name(c)) for c in side.value_cols), VALID_FROM,
                    EMIT_SEQ, LATE, batch_id]
         inner = spec.join == "inner"  # a left join emits every row: no `where("true")`
-        output = Written(side.lookups,
-                         derive=lambda df: (df.where(matched) if inner else df).selectExpr(*columns),
-                         metrics={"looked_up": F.expr("count(1)"), "matched": count_if(matched),
-                                  "late_joined": count_if(LATE), "beyond": count_if(beyond)})
+        output = None if side.lookups is None else Written(
+            side.lookups, derive=lambda df: (df.where(matched) if inner else df).selectExpr(*columns),
+            metrics={"looked_up": F.expr("count(1)"), "matched": count_if(matched),
+                     "late_joined": count_if(LATE), "beyond": count_if(beyond)})
         # (Each frame built once: every DataFrame call is an analysis on the driver.)
         quarantine = None
         if int(stats[LATE_CLASS] or 0) and (late := decision.quarantine) is not None:

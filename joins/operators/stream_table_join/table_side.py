@@ -164,18 +164,18 @@ class TableSide:
     # (joins.microbatch); None: no lookup of the batch is beyond retention.
     retention_clock: int | None
     value_cols: tuple[str, ...]
-    lookups: DataFrame                # to_join rows + table_<value> columns + VALID_FROM
+    lookups: DataFrame | None         # to_join + table_<value> + VALID_FROM; None: no lookup
     state_rows: DataFrame | None      # keyed-state rows to append (unversioned tables)
 
 
 def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
-                 to_join: DataFrame, strategy: Literal["auto", "broadcast", "shuffle"],
+                 to_join: DataFrame | None, strategy: Literal["auto", "broadcast", "shuffle"],
                  held_max_rows: int = HELD_MAX_ROWS, min_lookup_ts: int | None = None) -> TableSide:
     """Look `to_join` up in the table as the batch leaves it: the versioned table at the
     plan's pinned version (its history held from batch to batch when it has at most
     `held_max_rows` versions, a window of it when larger; 0 = never held), or the keyed state
     plus the batch's own changelog rows. `min_lookup_ts`: the smallest ts of `to_join`, when
-    the decision counted it."""
+    the decision counted it. `to_join` None (nothing joins): no lookup plan, nothing held."""
     schema = ctx.schema("table")
     value_cols = cols.resolve_table_values(schema)
     value_types = {c: schema[c].dataType.simpleString() for c in value_cols}
@@ -192,6 +192,8 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
         # (the reference's `begin_batch`). A first batch has no clock: nothing is beyond.
         clock = ctx.carry.get("table_stream_time")
         retention = None if clock is None else configured
+        if to_join is None:
+            return TableSide(rows_in, stream_time, clock, value_cols, None, None)
         from joins.spark import jvm
 
         def narrowed(rows: DataFrame) -> DataFrame:
@@ -224,8 +226,8 @@ def lookup_table(ctx: StepContext, spec: StreamTableJoinSpec, cols: JoinColumns,
         # The batch's own changes, last arrival per key: applied before its stream records.
         batch_latest = latest_per_key(changes, cols=cols, value_cols=value_cols)
         combined = batch_latest if combined is None else combined.unionByName(batch_latest)
-    lookups = unversioned_lookup(to_join, combined, cols=cols, value_cols=value_cols,
-                                 value_types=value_types)
+    lookups = None if to_join is None else unversioned_lookup(
+        to_join, combined, cols=cols, value_cols=value_cols, value_types=value_types)
     return TableSide(rows_in, None, None, value_cols, lookups, batch_latest)
 
 
