@@ -29,6 +29,7 @@ from joins.operators.interval_join.classify import (
 )
 from joins.operators.interval_join.columns import SEQ, JoinLayout
 from joins.sql import SIDES, ColumnRef, Side
+from joins.sql.columns import other_side
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -51,10 +52,6 @@ FEW_ROWS = 10_000
 BROADCAST_MAX_ROWS = 2_000_000
 
 
-def opposite(side: Side) -> Side:
-    return "right" if side == "left" else "left"
-
-
 def pairing_sides(counts: BatchCounts, has_old: Mapping[Side, bool]) -> list[Side]:
     """The sides whose new rows can be the later row of a pair, by the batch's class counts: a
     new buffered or out-of-bounds row, with an old or new buffered row on the other side. A
@@ -62,7 +59,7 @@ def pairing_sides(counts: BatchCounts, has_old: Mapping[Side, bool]) -> list[Sid
     a batch of watermark records or late rows) needs no frame at all: nothing to analyse, no
     broadcast job, no branch in the writes' plans."""
     return [s for s in SIDES if counts.of(s, BUFFERED) + counts.of(s, OOB)
-            and (has_old[opposite(s)] or counts.of(opposite(s), BUFFERED))]
+            and (has_old[other_side(s)] or counts.of(other_side(s), BUFFERED))]
 
 
 def lin(side: Side, name: str) -> str:
@@ -135,7 +132,7 @@ def batch_pairs(layout: JoinLayout, new: dict[Side, DataFrame], old: dict[Side, 
     keys = layout.join_keys()
     parts = []
     for later in later_sides:
-        earlier = opposite(later)
+        earlier = other_side(later)
         keep = [*layout.sides[earlier].output_names(), *LINEAGE]
         a = new[later].where(F.col(CLASS).isin(BUFFERED, OOB))
         b = new[earlier].where(F.col(CLASS) == BUFFERED).select(*keep)

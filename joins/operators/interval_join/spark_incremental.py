@@ -81,7 +81,6 @@ from joins.operators.interval_join.pairs import (
     matched_seqs,
     narrowed,
     old_rows,
-    opposite,
     pairing_sides,
 )
 from joins.operators.interval_join.report import IntervalBatchReport
@@ -89,6 +88,7 @@ from joins.operators.interval_join.timeline import Timeline, build_timeline, car
 from joins.spark.exprs import count_if
 from joins.spark.frames import checkpointed, release_checkpoint, worth_checkpointing
 from joins.sql import SIDES, ColumnRef, Side
+from joins.sql.columns import other_side
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -220,12 +220,14 @@ class IntervalJoinStep:
         if not later:
             return None
         candidates: dict[Side, DataFrame | None] = {}
-        for side in (opposite(s) for s in later):
-            if old[side] is None:
-                candidates[side] = None
+        for side in later:
+            earlier = other_side(side)
+            if old[earlier] is None:
+                candidates[earlier] = None
                 continue
-            lo, hi = batch_range(ctx, layout, opposite(side))
-            candidates[side] = old_rows(narrowed(old[side], layout, side, lo, hi), F.col(EVICT))
+            lo, hi = batch_range(ctx, layout, side)
+            candidates[earlier] = old_rows(narrowed(old[earlier], layout, earlier, lo, hi),
+                                           F.col(EVICT))
         rows = sum(n for (_s, _c), n in counts.by_class.items())
         with ctx.phase("pairs"):
             # Materialized once, by the first of the output, the flags and the null-padded

@@ -64,7 +64,7 @@ from joins.operators.stream_table_join.table_side import (
 from joins.spark.exprs import bigint_constant, count_if, ident
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from joins.operators.stream_table_join.spec import StreamTableJoinSpec
 
@@ -159,6 +159,25 @@ class StreamTableJoinStep:
                 ) -> tuple[Written | None, Written | None, dict[str, Written]]:
         from pyspark.sql import functions as F
 
+        bid = ctx.batch_id
+        output = None if side.lookups is None else self._output(ctx, decision, side, side.lookups,
+                                                                stream_cols)
+        # (Each frame built once: every DataFrame call is an analysis on the driver.)
+        quarantine = None
+        if int(stats[LATE_CLASS] or 0) and (late := decision.quarantine) is not None:
+            quarantine = Written(late.withColumn(BATCH_ID, F.lit(bid).cast("long")))
+        state: dict[str, Written] = {}
+        # Stream time moves only by a put, and only a put or a move changes the buffer.
+        if int(stats[PUT] or 0) and (buffer := decision.buffer_after) is not None:
+            state[BUFFER] = Written(buffer)
+        if side.state_rows is not None:
+            state[UNVERSIONED_TABLE] = Written(side.state_rows)
+        return output, quarantine, state
+
+    def _output(self, ctx: StepContext, decision: Decision, side: TableSide, lookups: DataFrame,
+                stream_cols: list[str]) -> Written:
+        from pyspark.sql import functions as F
+
         spec, cols, bid = self.spec, self.cols, ctx.batch_id
         # SQL text: a few JVM calls for the whole projection (joins.spark.exprs).
         matched = f"{VALID_FROM} IS NOT NULL"
@@ -174,21 +193,10 @@ class StreamTableJoinStep:
                    *(ident(table_value_name(c)) for c in side.value_cols), VALID_FROM,
                    EMIT_SEQ, LATE, batch_id]
         inner = spec.join == "inner"  # a left join emits every row: no `where("true")`
-        output = None if side.lookups is None else Written(
-            side.lookups, derive=lambda df: (df.where(matched) if inner else df).selectExpr(*columns),
-            metrics={"looked_up": F.expr("count(1)"), "matched": count_if(matched),
-                     "late_joined": count_if(LATE), "beyond": count_if(beyond)})
-        # (Each frame built once: every DataFrame call is an analysis on the driver.)
-        quarantine = None
-        if int(stats[LATE_CLASS] or 0) and (late := decision.quarantine) is not None:
-            quarantine = Written(late.withColumn(BATCH_ID, F.lit(bid).cast("long")))
-        state: dict[str, Written] = {}
-        # Stream time moves only by a put, and only a put or a move changes the buffer.
-        if int(stats[PUT] or 0) and (buffer := decision.buffer_after) is not None:
-            state[BUFFER] = Written(buffer)
-        if side.state_rows is not None:
-            state[UNVERSIONED_TABLE] = Written(side.state_rows)
-        return output, quarantine, state
+        return Written(lookups,
+                       derive=lambda df: (df.where(matched) if inner else df).selectExpr(*columns),
+                       metrics={"looked_up": F.expr("count(1)"), "matched": count_if(matched),
+                                "late_joined": count_if(LATE), "beyond": count_if(beyond)})
 
     def _finisher(self, ctx: StepContext, decision: Decision, side: TableSide, stats: Any) -> Any:
         spec, carry, plan = self.spec, ctx.carry, ctx.plan
