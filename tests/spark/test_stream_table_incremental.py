@@ -21,10 +21,15 @@ from joins.core.operator import Item
 from joins.microbatch import run_batches, run_reference
 from joins.operators.stream_table_join import DEFINITION
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, TABLE_KEY
-from joins.operators.stream_table_join.grace import decide
+from joins.operators.stream_table_join.grace import CLASS, FATE, decide
 from joins.operators.stream_table_join.late import late_reason, late_reason_text
 from joins.operators.stream_table_join.reference import GraceBuffer, StreamTableJoinProcessor
-from joins.operators.stream_table_join.report import MAX_ELIGIBLE, max_eligible_metric
+from joins.operators.stream_table_join.report import (
+    MAX_ELIGIBLE,
+    decision_metrics,
+    max_eligible_metric,
+    no_records_counts,
+)
 from joins.operators.stream_table_join.sequential import (
     SEQUENTIAL_MAX_ROWS,
     decide_in_one_task,
@@ -294,6 +299,16 @@ def test_prefix_stream_time_over_many_sparse_blocks(spark: Any) -> None:
         running = running if ts is None else max(running, ts)
     assert {r["_seq"]: r[P_BEFORE] for r in scan.frame.collect()} == want
     assert scan.stream_time_after == running
+
+
+def test_a_batch_without_records_counts_what_spark_counts_over_no_rows(spark: Any) -> None:
+    """A batch without new stream records runs no decision job: its counts are the decision's
+    aggregates over no rows, name for name."""
+    frame = spark.createDataFrame([], f"{CLASS} string, {P_BEFORE} long, {FATE} string, "
+                                      "ts long, _seq long")
+    row = frame.agg(*(m.alias(n) for n, m in decision_metrics("ts", "_seq").items())).first()
+    assert row is not None
+    assert row.asDict() == no_records_counts()
 
 
 def test_late_reason_expression_matches_reference(spark: Any) -> None:

@@ -1,7 +1,9 @@
 """A micro-batch's stream side decided, in one Spark action that also counts it.
 
-Two ways to the same `Decision` (both held equal to the reference processor by the tests):
+Three ways to the same `Decision` (held equal to the reference processor by the tests):
 
+- a batch without new stream records (the Delta statistics say so) decides nothing and runs
+  no job: stream time moves only by a new record;
 - a batch that, with the buffer it starts from, fits `sequential.SEQUENTIAL_MAX_ROWS` (known
   before reading it: the Delta statistics of its files and the previous batch's buffered count)
   is decided record at a time in one Spark task (`sequential.py`): one stage;
@@ -26,6 +28,7 @@ from joins.operators.stream_table_join.report import (
     NULL_TS_SEQ,
     decision_metrics,
     max_eligible_metric,
+    no_records_counts,
 )
 from joins.operators.stream_table_join.sequential import (
     SEQUENTIAL_MAX_ROWS,
@@ -71,6 +74,11 @@ class Decider:
         """`new` (the batch's stream rows) and `buffer` hold `stream_cols` plus TABLE_KEY;
         `buffered` is how many rows `buffer` holds, `stats` the Delta statistics of `new`."""
         before = ctx.carry.get("stream_time")
+        if stats is not None and stats.rows == 0:
+            # Nothing new (a batch of table records): no job, and no read of the buffer.
+            decision = _nothing_decided(self.spec, stream_cols=self.stream_cols, ts=self.ts,
+                                       stream_time_before=before)
+            return BatchDecision(decision, no_records_counts(), lambda: None)
         if fits(None if stats is None else stats.rows, buffered, self.sequential_max_rows):
             with ctx.phase("decide"):
                 frame = decide_in_one_task(new, buffer, self.spec, stream_cols=self.stream_cols,
@@ -145,3 +153,13 @@ def _max_eligible(classified: DataFrame, ts: str) -> int | None:
     row = classified.agg(max_eligible_metric(ts).alias("m")).first()
     assert row is not None
     return None if row["m"] is None else int(row["m"])
+
+
+def _nothing_decided(spec: StreamTableJoinSpec, *, stream_cols: list[str], ts: str,
+                     stream_time_before: int | None) -> Decision:
+    """The decision of a batch without new stream records: stream time moves only by a new
+    record, so nothing is put, late, evicted or joined, and the buffer stays as it was."""
+    grace = spec.grace_ms
+    bound = None if grace is None or stream_time_before is None else stream_time_before - grace
+    return Decision(None, None, tuple(stream_cols), ts, grace, spec.late, stream_time_before,
+                    bound)

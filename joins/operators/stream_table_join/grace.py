@@ -81,9 +81,10 @@ class Decision:
     record the batch evicts (CLASS null): one frame, so that a step materializes the decision
     in one Spark action and reads its counts from that action (`decision_metrics`). The
     buffered records that stay are `kept_buffer`, a filter of the state as read: a
-    materialized decision never copies the whole buffer."""
+    materialized decision never copies the whole buffer. A batch without new records decides
+    nothing (`decide.py`): `decided` is None and so are the frames built on it."""
 
-    decided: DataFrame
+    decided: DataFrame | None
     kept_buffer: DataFrame | None
     stream_cols: tuple[str, ...]
     ts: str
@@ -100,11 +101,13 @@ class Decision:
         return dataclasses.replace(self, decided=frame)
 
     @property
-    def to_join(self) -> DataFrame:
+    def to_join(self) -> DataFrame | None:
         """The records joined in this batch: stream columns + TABLE_KEY, EMIT_SEQ, LATE
         (+ BATCH_ID when stamped), and the decision's own columns (CLASS, P_BEFORE, FATE),
         which the output's projection leaves out (not projected away here: every Dataset call
         is an analysis on the driver, a few ms of a micro-batch)."""
+        if self.decided is None:
+            return None
         return self.decided.where(f"{FATE} = '{JOIN_FATE}'")
 
     @property
@@ -112,7 +115,7 @@ class Decision:
         """Stream columns + REASON, stream_time, grace_ms (late = "quarantine" only)."""
         from pyspark.sql import functions as F
 
-        if self.grace_ms is None or self.late != "quarantine":
+        if self.grace_ms is None or self.late != "quarantine" or self.decided is None:
             return None
         from joins.spark.exprs import ident
 
@@ -123,10 +126,11 @@ class Decision:
 
     @property
     def buffer_after(self) -> DataFrame | None:
-        """Stream columns: what stays buffered (None without grace)."""
+        """Stream columns: what stays buffered (None without grace, or when nothing was
+        decided: the buffer is then what it was)."""
         from joins.spark.exprs import ident
 
-        if self.grace_ms is None:
+        if self.grace_ms is None or self.decided is None:
             return None
         staying = self.decided.where(f"{FATE} = '{KEEP_FATE}'").selectExpr(
             *(ident(c) for c in self.stream_cols))

@@ -183,3 +183,16 @@ def decision_metrics(ts: str, seq: str) -> dict[str, Column]:
                                   f"THEN {ident(seq)} END)")
     metrics[MIN_JOIN_TS] = F.expr(f"min(CASE WHEN {FATE} = '{JOIN_FATE}' THEN {ident(ts)} END)")
     return metrics
+
+
+def no_records_counts() -> dict[str, Any]:
+    """`decision_metrics` over a batch without new stream records, as Spark's aggregates give
+    them over no rows (counts 0, the rest null), without a job to compute them."""
+    from joins.operators.stream_table_join.grace import CLASSES
+
+    counts: dict[str, Any] = {"n": 0, **dict.fromkeys(CLASSES, 0), "lat_n": 0, "lat_max": None,
+                              "lat_pct": None, "lat_gt": 0}
+    counts.update({f"lat_le_{upper}": 0 for upper in LATENESS_BUCKETS_MS})
+    counts.update(dict.fromkeys((MAX_ELIGIBLE, NULL_TS_SEQ, MIN_JOIN_TS)))
+    return counts
+

@@ -10,8 +10,9 @@ answers) and looked up by `table_side.py` (only the batch's keys, never all hist
 The runtime (`joins.incremental`) does the rest: the writer lease, the plan, reads by pinned
 versions, idempotent commits, the done record. What this step costs in Spark actions, for a
 small batch with grace on a versioned table: the decision (one task, one action that also
-counts the batch), the table's new versions merged into its history held in the driver
-(`joins.asof.held`; a table too large to hold is narrowed to the batch's keys and indexed
+counts the batch; none for a batch without new stream records), the table's new versions
+merged into its history held in the driver (`joins.asof.held`; a table too large to hold is
+narrowed to the batch's keys and indexed
 instead: three jobs), and the output and buffer writes (side by side,
 `joins.incremental.runner`): four jobs. The table's stream time and row count come from Delta
 statistics. On two cores a small batch's time goes to planning on the driver (the JVM thread
