@@ -195,4 +195,3 @@ def no_records_counts() -> dict[str, Any]:
     counts.update({f"lat_le_{upper}": 0 for upper in LATENESS_BUCKETS_MS})
     counts.update(dict.fromkeys((MAX_ELIGIBLE, NULL_TS_SEQ, MIN_JOIN_TS)))
     return counts
-

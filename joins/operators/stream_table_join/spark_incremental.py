@@ -12,13 +12,13 @@ versions, idempotent commits, the done record. What this step costs in Spark act
 small batch with grace on a versioned table: the decision (one task, one action that also
 counts the batch; none for a batch without new stream records), the table's new versions
 merged into its history held in the driver (`joins.asof.held`; a table too large to hold is
-narrowed to the batch's keys and indexed
-instead: three jobs), and the output and buffer writes (side by side,
-`joins.incremental.runner`): four jobs. The table's stream time and row count come from Delta
-statistics. On two cores a small batch's time goes to planning on the driver (the JVM thread
-serving the Python calls is the busiest thread), so overlapping jobs buys little: narrowing
-the history while the batch is decided (any superset of the lookups narrows correctly) gains
-nothing at 100 events and loses at 10k: the scan competes with the decision for the cores.
+narrowed to the batch's keys and indexed instead: three jobs), and the output and buffer
+writes (side by side, `joins.incremental.runner`): four jobs. The table's stream time and row
+count come from Delta statistics. On two cores a small batch's time goes to planning on the
+driver (the JVM thread serving the Python calls is the busiest thread), so overlapping jobs
+buys little: narrowing the history while the batch is decided (any superset of the lookups
+narrows correctly) gains nothing at 100 events and loses at 10k: the scan competes with the
+decision for the cores.
 """
 
 from __future__ import annotations
