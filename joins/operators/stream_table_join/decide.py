@@ -76,9 +76,10 @@ class Decider:
         before = ctx.carry.get("stream_time")
         if stats is not None and stats.rows == 0:
             # Nothing new (a batch of table records): no job, and no read of the buffer.
-            decision = _nothing_decided(self.spec, stream_cols=self.stream_cols, ts=self.ts,
-                                       stream_time_before=before)
-            return BatchDecision(decision, no_records_counts(), lambda: None)
+            counts = no_records_counts()
+            decision = sequential_decision(None, counts, self.spec, stream_cols=self.stream_cols,
+                                           ts=self.ts, stream_time_before=before)
+            return BatchDecision(decision, counts, lambda: None)
         if fits(None if stats is None else stats.rows, buffered, self.sequential_max_rows):
             with ctx.phase("decide"):
                 frame = decide_in_one_task(new, buffer, self.spec, stream_cols=self.stream_cols,
@@ -153,13 +154,3 @@ def _max_eligible(classified: DataFrame, ts: str) -> int | None:
     row = classified.agg(max_eligible_metric(ts).alias("m")).first()
     assert row is not None
     return None if row["m"] is None else int(row["m"])
-
-
-def _nothing_decided(spec: StreamTableJoinSpec, *, stream_cols: list[str], ts: str,
-                     stream_time_before: int | None) -> Decision:
-    """The decision of a batch without new stream records: stream time moves only by a new
-    record, so nothing is put, late, evicted or joined, and the buffer stays as it was."""
-    grace = spec.grace_ms
-    bound = None if grace is None or stream_time_before is None else stream_time_before - grace
-    return Decision(None, None, tuple(stream_cols), ts, grace, spec.late, stream_time_before,
-                    bound)

@@ -170,11 +170,12 @@ def null_ts_record(arrival: int, *, ts: str, seq: str, source: str) -> InputReco
                             record={seq: arrival, ts: None})
 
 
-def sequential_decision(decided: DataFrame, metrics: dict[str, Any], spec: StreamTableJoinSpec,
-                        *, stream_cols: list[str], ts: str,
+def sequential_decision(decided: DataFrame | None, metrics: dict[str, Any],
+                        spec: StreamTableJoinSpec, *, stream_cols: list[str], ts: str,
                         stream_time_before: int | None, stamped: bool = False) -> Decision:
     """The Decision of a materialized `decide_in_one_task` frame (`stamped`: given a batch
-    id) and its metrics."""
+    id) and its metrics; `decided` None: a batch without new records, which decides nothing
+    (its stream time stays, its metrics are `report.no_records_counts`)."""
     top = metrics.get(MAX_ELIGIBLE)
     after = max_opt(stream_time_before, None if top is None else int(top))
     bound = None if spec.grace_ms is None or after is None else after - spec.grace_ms
