@@ -105,6 +105,9 @@ class SparkSettings:
                 "spark.driver.memory": self.driver_memory,
                 "spark.default.parallelism": str(max(2, os.cpu_count() or 2)),
                 "spark.sql.adaptive.enabled": "true",
+                # The daemon that forks Python workers, with their imports done once
+                # (joins/spark/python_daemon.py): 1.2-1.4 s of CPU per worker otherwise.
+                "spark.python.daemon.module": "joins.spark.python_daemon",
             })
         conf.update(self.extra_conf)
         return conf

@@ -1,0 +1,48 @@
+"""The local session's Python daemon (joins/spark/python_daemon.py): its workers start with the
+engine's modules imported, and a module it cannot import does not stop it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from joins.spark import python_daemon
+
+pytestmark = pytest.mark.spark
+
+
+def test_every_preloaded_module_imports() -> None:
+    assert python_daemon.preload() == []
+
+
+def test_a_module_that_fails_to_import_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(python_daemon, "PRELOADED", ("pyarrow", "joins.no_such_module"))
+    assert python_daemon.preload() == ["joins.no_such_module"]
+
+
+def _what_the_worker_had(batches: Iterator[Any]) -> Iterator[Any]:
+    # Runs in a forked Python worker: what its parent is and what it had imported before this
+    # task (nothing in this function or this test module imports the engine's kernel).
+    import os
+    import sys
+
+    import pyarrow as pa
+
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+        parent = f.read().replace(b"\0", b" ").decode()
+    preloaded = "joins.operators.stream_table_join.sequential" in sys.modules
+    for _ in batches:
+        pass
+    yield pa.RecordBatch.from_pylist([{"parent": parent, "preloaded": preloaded}])
+
+
+def test_a_local_sessions_workers_are_forked_with_the_engine_imported(spark: Any) -> None:
+    if spark.sparkContext.master.split("[")[0] != "local":
+        pytest.skip("a cluster keeps PySpark's own daemon")
+    assert spark.sparkContext.getConf().get("spark.python.daemon.module") == \
+        "joins.spark.python_daemon"
+    rows = spark.range(1).mapInArrow(_what_the_worker_had, "parent string, preloaded boolean").collect()
+    assert rows and all(r.preloaded for r in rows)
+    assert all("joins.spark.python_daemon" in r.parent for r in rows)
