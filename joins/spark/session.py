@@ -105,10 +105,13 @@ class SparkSettings:
                 "spark.driver.memory": self.driver_memory,
                 "spark.default.parallelism": str(max(2, os.cpu_count() or 2)),
                 "spark.sql.adaptive.enabled": "true",
-                # The daemon that forks Python workers, with their imports done once
-                # (joins/spark/python_daemon.py): 1.2-1.4 s of CPU per worker otherwise.
-                "spark.python.daemon.module": "joins.spark.python_daemon",
             })
+            if os.environ.get("PYSPARK_PYTHON", sys.executable) == sys.executable:
+                # The daemon that forks Python workers, with their imports done once
+                # (joins/spark/python_daemon.py): 1.2-1.4 s of CPU per worker otherwise. Only
+                # for this interpreter, which has the engine: another may not, and a daemon
+                # that cannot start fails every Python task, a user's own included.
+                conf["spark.python.daemon.module"] = "joins.spark.python_daemon"
         conf.update(self.extra_conf)
         return conf
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from joins.spark import python_daemon
+from joins.spark import SparkSettings, python_daemon
 
 pytestmark = pytest.mark.spark
 
@@ -20,6 +20,22 @@ def test_every_preloaded_module_imports() -> None:
 def test_a_module_that_fails_to_import_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(python_daemon, "PRELOADED", ("pyarrow", "joins.no_such_module"))
     assert python_daemon.preload() == ["joins.no_such_module"]
+
+
+DAEMON = "spark.python.daemon.module"
+
+
+def test_a_local_session_on_this_interpreter_takes_the_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    assert SparkSettings().conf()[DAEMON] == "joins.spark.python_daemon"
+    # A cluster's executors, or another interpreter, may not have the engine: PySpark's own.
+    assert DAEMON not in SparkSettings(master="spark://127.0.0.1:7077").conf()
+    monkeypatch.setenv("PYSPARK_PYTHON", "/usr/bin/python3")
+    assert DAEMON not in SparkSettings().conf()
+    # A setting of the user's wins.
+    assert SparkSettings(extra_conf={DAEMON: "pyspark.daemon"}).conf()[DAEMON] == "pyspark.daemon"
 
 
 def _what_the_worker_had(batches: Iterator[Any]) -> Iterator[Any]:
@@ -44,8 +60,7 @@ def _what_the_worker_had(batches: Iterator[Any]) -> Iterator[Any]:
 def test_a_local_sessions_workers_are_forked_with_the_engine_imported(spark: Any) -> None:
     if spark.sparkContext.master.split("[")[0] != "local":
         pytest.skip("a cluster keeps PySpark's own daemon")
-    assert spark.sparkContext.getConf().get("spark.python.daemon.module") == \
-        "joins.spark.python_daemon"
+    assert spark.sparkContext.getConf().get(DAEMON) == "joins.spark.python_daemon"
     rows = spark.range(1).mapInArrow(_what_the_worker_had, "parent string, preloaded boolean").collect()
     assert rows and all(r.preloaded for r in rows)
     assert all(r.parent is None or "joins.spark.python_daemon" in r.parent for r in rows)
