@@ -5,9 +5,9 @@ Python task and keeps idle workers about a minute. Every forked worker then impo
 `pyspark.worker`, pyarrow and pandas for its Arrow stream and the engine's module whose function
 it runs: 1.2-1.4 s of CPU, most of what a worker does for the engine's small Python tasks (a CSV
 file's records, the grace buffer's Python kernel, a long-line scan). Imported here, a fork
-inherits them. A local session runs this daemon (`spark.python.daemon.module`, set by
-`joins.spark.session`); a cluster keeps PySpark's own, as its executors may not have the engine
-installed where the daemon starts.
+inherits them. A local session whose workers run its own interpreter runs this daemon
+(`spark.python.daemon.module`, set by `joins.spark.session`); a cluster, or another interpreter,
+keeps PySpark's own, as the engine may not be installed where the daemon starts.
 
 Nothing here may stop the daemon from serving: a module that fails to import is left to the
 worker, which then reports the error with its task.
