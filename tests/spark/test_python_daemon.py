@@ -59,7 +59,9 @@ def _what_the_worker_had(batches: Iterator[Any]) -> Iterator[Any]:
 
 def test_a_local_sessions_workers_are_forked_with_the_engine_imported(spark: Any) -> None:
     if spark.sparkContext.master.split("[")[0] != "local":
-        pytest.skip("a cluster keeps PySpark's own daemon")
+        # A cluster keeps PySpark's own daemon (its executors may lack the engine).
+        assert spark.sparkContext.getConf().get(DAEMON, None) is None
+        return
     assert spark.sparkContext.getConf().get(DAEMON) == "joins.spark.python_daemon"
     rows = spark.range(1).mapInArrow(_what_the_worker_had, "parent string, preloaded boolean").collect()
     assert rows and all(r.preloaded for r in rows)
