@@ -24,12 +24,14 @@ from joins.landing.files import (
     spark_path,
 )
 from joins.landing.numbering import FileCells, arrivals_by_file
+from joins.landing.parquet_values import Suspect, files_with_large_rows, suspect_of
 from joins.landing.spec import SPARK_TYPES, LandingSpec
 from joins.landing.text import RECORD, RECORD_PROBLEM, no_cells, problem_col, too_large
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
 from joins.versioned.spark_store import ARRIVAL
 
 if TYPE_CHECKING:
+    import pyarrow.parquet as pq
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructType
 
@@ -49,14 +51,17 @@ def _lossless(file_type: DataType, declared: str) -> bool:
 
 def footer_problem(path: str) -> str | None:
     """Why `path` is no readable Parquet file, judged by its footer (None: it reads)."""
+    return _footer(path)[1]
+
+
+def _footer(path: str) -> tuple[pq.FileMetaData | None, str | None]:
     import pyarrow.parquet as pq
 
     try:
         with open_landing_file(path, random_access=True) as stream:
-            pq.ParquetFile(stream).metadata  # noqa: B018 (reading the footer is the check)
+            return pq.ParquetFile(stream).metadata, None
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
-        return f"not a readable Parquet file: {read_error_text(exc)}"
-    return None
+        return None, f"not a readable Parquet file: {read_error_text(exc)}"
 
 
 def typed_cells(df: DataFrame, schema: StructType, spec: LandingSpec) -> DataFrame:
@@ -108,10 +113,13 @@ def _decodes(spark: SparkSession, path: str, schema: StructType) -> str | None:
 
 def _schemas(spark: SparkSession, files: Sequence[str]
              ) -> tuple[dict[str, tuple[StructType, list[str]]], list[tuple[str, str]]]:
+    """The readable files grouped by schema, and (path, problem) of the others: a footer that
+    does not read, a schema Spark cannot map, a row too large to hold (`parquet_values`)."""
     groups: dict[str, tuple[StructType, list[str]]] = {}
     bad: list[tuple[str, str]] = []
+    suspects: list[Suspect] = []
     for path in files:
-        problem = footer_problem(path)
+        metadata, problem = _footer(path)
         if problem is None:
             try:
                 schema = spark.read.options(**reader_options([path])).parquet(spark_path(path)).schema
@@ -120,8 +128,16 @@ def _schemas(spark: SparkSession, files: Sequence[str]
         if problem is not None:
             bad.append((path, problem))
             continue
+        assert metadata is not None
+        if (suspect := suspect_of(path, metadata)) is not None:
+            suspects.append(suspect)
         groups.setdefault(schema.json(), (schema, []))[1].append(path)
-    return groups, bad
+    large = files_with_large_rows(spark, suspects)
+    if large:
+        bad += large.items()
+        groups = {k: (schema, kept) for k, (schema, group) in groups.items()
+                  if (kept := [f for f in group if f not in large])}
+    return groups, sorted(bad, key=lambda b: files.index(b[0]))
 
 
 def parquet_cells(spark: SparkSession, files: Sequence[str], spec: LandingSpec) -> FileCells:

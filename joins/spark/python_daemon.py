@@ -26,6 +26,7 @@ PRELOADED = (
     "pyspark.sql.pandas.serializers",
     "joins.landing.csv_records",
     "joins.landing.long_lines",
+    "joins.landing.parquet_values",
     "joins.operators.stream_table_join.sequential",
 )
 

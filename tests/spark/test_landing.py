@@ -350,6 +350,32 @@ def test_a_jsonl_line_too_long_to_hold_refuses_its_file_before_spark_reads_it(
     assert quarantined == [("bad_file", "b.jsonl"), ("bad_file", "c.jsonl.gz")]
 
 
+def test_a_parquet_row_too_large_to_hold_refuses_its_file_before_spark_reads_it(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Spark's Parquet reader would hold the value whole (a 300 MB string took a 4 GB session's
+    # JVM down): a row group whose footer allows such a row is read first, one column at a time
+    # in a Python task, and the file is refused whole, its other rows too.
+    from joins.landing import parquet_values
+
+    monkeypatch.setattr(parquet_values, "MAX_VALUE_BYTES", 1000)
+    good = parquet(tmp_path / "a.parquet", pd.DataFrame([GOOD]))
+    many = parquet(tmp_path / "b.parquet", pd.DataFrame(
+        [{**GOOD, "k": f"{i:060d}", "ts": i} for i in range(1, 41)]))  # 2,400 bytes of keys
+    huge = parquet(tmp_path / "c.parquet", pd.DataFrame([GOOD, {**GOOD, "w": "x" * 1500}]))
+    batch = read_landing(spark, [good, many, huge], spec("parquet", on_bad_record="quarantine"))
+    try:
+        rows = sorted((Path(r["source_file"]).name, r["source_row"]) for r in batch.changelog.collect())
+        bad_files = [(Path(f).name, reason) for f, reason in batch.bad_files]
+        quarantined = sorted((r["kind"], Path(r["source_file"]).name) for r in batch.bad_records.collect())
+    finally:
+        batch.close()
+    assert rows == [("a.parquet", 1), *(("b.parquet", i) for i in range(1, 41))]
+    size = 1 + 1500   # the row's strings: k and w
+    assert bad_files == [("c.parquet", f"cannot be read: row 2 holds {size} bytes of values (most in "
+                                       "column 'w'), more than 1000 bytes, the largest row a reader holds")]
+    assert quarantined == [("bad_file", "c.parquet")]
+
+
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_files_named_by_a_uri_land_as_local_ones(spark: Any, tmp_path: Path, fmt: str) -> None:
     # An object store's landing folder names its files by URI (here file://): a Parquet footer
