@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from joins.landing.parquet_values import Suspect, row_problem, suspect_of, too_large
+from joins.landing.parquet_values import Suspect, row_problem, row_too_large, suspect_of
 
 LIMIT = 1000
 
@@ -65,7 +65,7 @@ def test_a_row_over_the_limit_is_named_with_its_row_and_column(tmp_path: Path, c
     assert f"(most in column {column!r})" in problem
     size = int(problem.split(" holds ")[1].split(" bytes")[0])
     assert size > LIMIT
-    assert problem == too_large(18, size, column, LIMIT)
+    assert problem == row_too_large(18, size, column, LIMIT)
 
 
 def test_a_list_of_one_shared_value_is_bounded_by_its_element_count(tmp_path: Path) -> None:
@@ -77,11 +77,11 @@ def test_a_list_of_one_shared_value_is_bounded_by_its_element_count(tmp_path: Pa
     suspect = suspect_of(path, footer(path), LIMIT)
     assert suspect is not None and suspect.columns == ("k", "tags", "ns")
     problem = row_problem(suspect, LIMIT)
-    assert problem == too_large(1, 1 + 500 * 10 + 10 * 8, "tags", LIMIT)
+    assert problem == row_too_large(1, 1 + 500 * 10 + 10 * 8, "tags", LIMIT)
     numbers = write(tmp_path / "b.parquet", pa.table({"ns": [[7] * 10_000]}), 1)
     assert footer(numbers).row_group(0).column(0).total_uncompressed_size < LIMIT
     suspect = suspect_of(numbers, footer(numbers), LIMIT)
-    assert suspect is not None and row_problem(suspect, LIMIT) == too_large(1, 80_000, "ns", LIMIT)
+    assert suspect is not None and row_problem(suspect, LIMIT) == row_too_large(1, 80_000, "ns", LIMIT)
 
 
 def test_values_of_several_columns_add_up(tmp_path: Path) -> None:

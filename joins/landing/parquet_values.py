@@ -129,7 +129,7 @@ def _row_bytes(array: pa.Array) -> np.ndarray:
     return np.array([array.slice(i, 1).nbytes for i in range(n)], dtype=np.int64)
 
 
-def too_large(row: int, size: int, column: str, limit: int) -> str:
+def row_too_large(row: int, size: int, column: str, limit: int) -> str:
     """The problem of a file with a row of `size` bytes (1-based `row`)."""
     return (f"cannot be read: row {row} holds {size} bytes of values (most in column {column!r}), "
             f"more than {limit} bytes, the largest row a reader holds")
@@ -161,7 +161,7 @@ def row_problem(suspect: Suspect, limit: int | None = None) -> str | None:
                 over = np.flatnonzero(total > limit)
                 if len(over):
                     i = int(over[0])
-                    return too_large(int(starts[group]) + i + 1, int(total[i]),
+                    return row_too_large(int(starts[group]) + i + 1, int(total[i]),
                                      suspect.columns[int(which[i])], limit)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
         return f"not a readable Parquet file: {read_error_text(exc)}"
