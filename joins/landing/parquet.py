@@ -129,7 +129,12 @@ def _schemas(spark: SparkSession, files: Sequence[str]
             bad.append((path, problem))
             continue
         assert metadata is not None
-        if (suspect := suspect_of(path, metadata)) is not None:
+        try:
+            suspect = suspect_of(path, metadata)
+        except Exception as exc:  # pyarrow cannot map the schema its footer names
+            bad.append((path, f"not a readable Parquet file: {read_error_text(exc)}"))
+            continue
+        if suspect is not None:
             suspects.append(suspect)
         groups.setdefault(schema.json(), (schema, []))[1].append(path)
     large = files_with_large_rows(spark, suspects)
