@@ -17,7 +17,10 @@ run two timed micro-batches:
 
 The reference, timed in the same run on the same tables: a full recompute with a plain Spark
 join (latest row per key of both changelogs, joined by foreign key, written to Delta), what a
-job without incremental state would run after every batch. Printed and saved to
+job without incremental state would run after every batch. After every run the micro-batches'
+current results (folded from the join's output changelog alone: per order its last row, unless a
+tombstone) must equal the recompute's rows by count and a checksum over every column, or the
+benchmark stops. Printed and saved to
 bench/results/fk_join.json: medians, the ratio of each micro-batch to the full recompute, and
 the ratio of the largest size to the smallest (target: at most 1.3, cost flat in table size).
 """
@@ -58,6 +61,7 @@ class SizeResult:
     fan_out: list[int] = field(default_factory=list)
     rows_out: dict[str, list[int]] = field(default_factory=dict)
     phases_s: dict[str, dict[str, float]] = field(default_factory=dict)
+    same_as_full: list[bool] = field(default_factory=list)
     ratio_to_full: dict[str, float] = field(default_factory=dict)
     ratio_to_smallest: dict[str, float] = field(default_factory=dict)
 
@@ -149,11 +153,42 @@ def full_recompute(spark: SparkSession, orders: str, customers: str, out: str) -
     return time.perf_counter() - started
 
 
+RESULT = ("order_id", "customer_id", "amount", "name")
+
+
+def fingerprint(rows: DataFrame) -> tuple[int, int]:
+    """(rows, a checksum over every column of RESULT): equal for equal sets of rows."""
+    from pyspark.sql import functions as F
+
+    row = rows.agg(F.count("*").alias("n"),
+                   F.sum(F.xxhash64(*(F.col(c) for c in RESULT)).cast("decimal(38,0)")).alias("h")
+                   ).first()
+    assert row is not None
+    return int(row["n"]), int(row["h"] or 0)
+
+
+def current_output(spark: SparkSession, root: str) -> DataFrame:
+    """The join's current results folded from its output changelog alone (not its state): per
+    order the row emitted last, unless it is a tombstone."""
+    from pyspark.sql import functions as F
+
+    from joins.lake import read_delta
+    from joins.operators.fk_join.columns import BATCH_ID, EMIT_SEQ, TOMBSTONE
+
+    body = F.struct(F.col(TOMBSTONE), F.col("left_customer_id"), F.col("left_amount"),
+                    F.col("right_name"))
+    return (read_delta(spark, f"{root}/output").groupBy("order_id")
+            .agg(F.max_by(body, F.struct(F.col(BATCH_ID), F.col(EMIT_SEQ))).alias("w"))
+            .where(~F.col(f"w.{TOMBSTONE}"))
+            .select("order_id", F.col("w.left_customer_id").alias("customer_id"),
+                    F.col("w.left_amount").alias("amount"), F.col("w.right_name").alias("name")))
+
+
 def run_size(spark: SparkSession, left: int, right: int, *, runs: int, left_updates: int,
              right_updates: int, fanout: int, workdir: Path) -> SizeResult:
     from pyspark.sql import functions as F
 
-    from joins.lake import write_delta
+    from joins.lake import read_delta, write_delta
     from joins.operators.fk_join.spark_incremental import run_microbatch
 
     shape = Shape(right, right_updates, fanout)
@@ -193,15 +228,23 @@ def run_size(spark: SparkSession, left: int, right: int, *, runs: int, left_upda
         t += 10 * (left_updates + right_updates)
         right_s, rrep = batch()
         full_s = full_recompute(spark, orders, customers, str(run_dir / "full"))
+        # Untimed: the micro-batches' results, folded from their output, are the recompute's.
+        ours = fingerprint(current_output(spark, root))
+        full = fingerprint(read_delta(spark, str(run_dir / "full")))
+        if ours != full:
+            raise AssertionError(f"the micro-batches' results differ from the full recompute: "
+                                 f"{ours[0]:,} rows (checksum {ours[1]}) against {full[0]:,} ({full[1]})")
         print(f"{left:>11,} x {right:>9,} #{n}: left {left_s:6.2f} s ({lrep.rows_out:,} out)  "
               f"right {right_s:6.2f} s (fan-out {rrep.fan_out:,}, {rrep.rows_out:,} out)  "
-              f"full recompute {full_s:6.2f} s", flush=True)
+              f"full recompute {full_s:6.2f} s; results equal ({full[0]:,} rows, checksum {full[1]})",
+              flush=True)
         if n == 0:
             continue  # warm-up
         result.left_s.append(round(left_s, 3))
         result.right_s.append(round(right_s, 3))
         result.full_s.append(round(full_s, 3))
         result.fan_out.append(rrep.fan_out)
+        result.same_as_full.append(ours == full)
         result.rows_out.setdefault("left", []).append(lrep.rows_out)
         result.rows_out.setdefault("right", []).append(rrep.rows_out)
         for kind, rep in (("left", lrep), ("right", rrep)):
