@@ -61,7 +61,6 @@ class SizeResult:
     fan_out: list[int] = field(default_factory=list)
     rows_out: dict[str, list[int]] = field(default_factory=dict)
     phases_s: dict[str, dict[str, float]] = field(default_factory=dict)
-    same_as_full: list[bool] = field(default_factory=list)
     ratio_to_full: dict[str, float] = field(default_factory=dict)
     ratio_to_smallest: dict[str, float] = field(default_factory=dict)
 
@@ -244,7 +243,6 @@ def run_size(spark: SparkSession, left: int, right: int, *, runs: int, left_upda
         result.right_s.append(round(right_s, 3))
         result.full_s.append(round(full_s, 3))
         result.fan_out.append(rrep.fan_out)
-        result.same_as_full.append(ours == full)
         result.rows_out.setdefault("left", []).append(lrep.rows_out)
         result.rows_out.setdefault("right", []).append(rrep.rows_out)
         for kind, rep in (("left", lrep), ("right", rrep)):

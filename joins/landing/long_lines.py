@@ -13,9 +13,10 @@ the limit and plain: no file is opened and no job runs for them.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from joins.landing.files import (
@@ -28,9 +29,9 @@ from joins.landing.files import (
     open_landing_file,
     remote_infos,
 )
+from joins.landing.per_file import refused_files
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 _BLOCK = 1 << 20
@@ -85,20 +86,6 @@ def _may_hold_a_long_line(paths: Sequence[str], max_line_bytes: int) -> list[str
     return out
 
 
-def _scan(max_line_bytes: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    def scan(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        for batch in batches:
-            refused = [(path, problem) for path in batch.column("path").to_pylist()
-                       if (problem := long_line_problem(path, max_line_bytes)) is not None]
-            if refused:
-                paths, problems = zip(*refused, strict=True)
-                yield pa.RecordBatch.from_pydict({"path": list(paths), "problem": list(problems)})
-
-    return scan
-
-
 def files_with_long_lines(spark: SparkSession, paths: Sequence[str],
                           max_line_bytes: int | None = None) -> list[tuple[str, str]]:
     """(path, problem) of the files of `paths` that cannot be read as lines, in `paths` order;
@@ -106,10 +93,6 @@ def files_with_long_lines(spark: SparkSession, paths: Sequence[str],
     MAX_LINE_BYTES unless given."""
     max_line_bytes = MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
     suspects = _may_hold_a_long_line(paths, max_line_bytes)
-    if not suspects:
-        return []
-    listing = spark.createDataFrame([(p,) for p in suspects], "path string")
-    found = listing.repartition(min(len(suspects), 256)).mapInArrow(
-        _scan(max_line_bytes), "path string, problem string").collect()   # one row a refused file
-    problems = {r["path"]: r["problem"] for r in found}
+    problems = refused_files(spark, [(p,) for p in suspects], "path string",
+                             functools.partial(long_line_problem, max_line_bytes=max_line_bytes))
     return [(p, problems[p]) for p in paths if p in problems]

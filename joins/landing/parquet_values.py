@@ -2,22 +2,25 @@
 
 Spark's Parquet reader holds a value whole, and the record-size check reads the row as JSON:
 a 300 MB string took a 4 GB local session's JVM down, as a 300 MB JSON line did
-(`long_lines`). A file's footer bounds its rows without reading them: a row's variable-length
-data in a row group (strings, binaries, lists, maps) is at most the summed uncompressed size of
-that row group's variable-length column chunks. Only a row group over `MAX_VALUE_BYTES` by that
-bound is read first, in a Spark task, one column of it at a time through pyarrow (in the Python
-worker, never the session's JVM), and a file with a row over the limit is refused whole
+(`long_lines`). A file's footer bounds its rows without reading them (`_share_bound`): a row's
+share of a plain string or binary chunk is at most the chunk's uncompressed size, of a number
+its width, of a list or map (where one dictionary entry or run may stand for every element) the
+chunk's value count times its width or size. Only a row group whose bounds add up to more than
+`MAX_VALUE_BYTES` is read first, in a Spark task, one column at a time through pyarrow (in the
+Python worker, never the session's JVM), and a file with a row over the limit is refused whole
 (`bad_file`), as a JSON-lines file with a line over it is. A landing file's row groups are
 rarely that large: no file is read again and no job runs for them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from joins.landing.files import MAX_LINE_BYTES, open_landing_file, read_error_text
+from joins.landing.per_file import refused_files
 
 if TYPE_CHECKING:
     import numpy as np
@@ -168,22 +171,8 @@ def row_problem(suspect: Suspect, limit: int | None = None) -> str | None:
     return None
 
 
-def _scan(limit: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    def scan(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        for batch in batches:
-            refused = []
-            for path, groups, columns in zip(*(batch.column(c).to_pylist() for c in
-                                               ("path", "row_groups", "columns")), strict=True):
-                problem = row_problem(Suspect(path, tuple(groups), tuple(columns)), limit)
-                if problem is not None:
-                    refused.append((path, problem))
-            if refused:
-                paths, problems = zip(*refused, strict=True)
-                yield pa.RecordBatch.from_pydict({"path": list(paths), "problem": list(problems)})
-
-    return scan
+def _judged(path: str, row_groups: list[int], columns: list[str], *, limit: int) -> str | None:
+    return row_problem(Suspect(path, tuple(row_groups), tuple(columns)), limit)
 
 
 def files_with_large_rows(spark: SparkSession, suspects: Sequence[Suspect],
@@ -191,10 +180,6 @@ def files_with_large_rows(spark: SparkSession, suspects: Sequence[Suspect],
     """{path: problem} of the suspects' files with a row over `limit` bytes (MAX_VALUE_BYTES
     unless given): one Spark job, a file a task, only when there is a suspect."""
     limit = MAX_VALUE_BYTES if limit is None else limit
-    if not suspects:
-        return {}
-    listing = spark.createDataFrame([(s.path, list(s.row_groups), list(s.columns)) for s in suspects],
-                                    "path string, row_groups array<int>, columns array<string>")
-    found = listing.repartition(min(len(suspects), 256)).mapInArrow(
-        _scan(limit), "path string, problem string").collect()   # one row a refused file
-    return {r["path"]: r["problem"] for r in found}
+    return refused_files(spark, [(s.path, list(s.row_groups), list(s.columns)) for s in suspects],
+                         "path string, row_groups array<int>, columns array<string>",
+                         functools.partial(_judged, limit=limit))
