@@ -268,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--right-updates", type=int, default=1_000,
                         help="hot customers, each updated once per right batch")
     parser.add_argument("--fanout", type=int, default=100, help="orders per hot customer")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the results are saved")
     args = parser.parse_args(argv)
     sizes = [tuple(int(x.replace("_", "")) for x in s.split(":")) for s in args.sizes.split(",") if s]
 
@@ -294,8 +295,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.medians['right']:>8.2f} {r.medians['full']:>8.2f} {r.ratio_to_full['left']:>9.3f} "
               f"{r.ratio_to_full['right']:>10.3f} {r.ratio_to_smallest['left']:>13.3f} "
               f"{r.ratio_to_smallest['right']:>14.3f}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({
         "command": "python -m bench.fk_join " + " ".join(sys.argv[1:] if argv is None else argv),
         "runs": args.runs, "left_updates": args.left_updates, "right_updates": args.right_updates,
         "orders_per_hot_customer": args.fanout,

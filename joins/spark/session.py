@@ -94,6 +94,11 @@ class SparkSettings:
             # The engine names the record and field in its own errors instead. (A static
             # setting: a Connect client cannot set it, and its calls make no round trip.)
             conf["spark.python.sql.dataFrameDebugging.enabled"] = "false"
+            # Spark keeps the 100 classes it compiled last (static). One foreign-key batch
+            # alone generates about 90 distinct ones, so at 100 each batch compiled again what
+            # the batch before it had: 60-90 compilations a batch at 1M x 100k, 6 with room for
+            # 2,000 (a class is tens of KB; the ones left are the batch's own literals).
+            conf["spark.sql.codegen.cache.maxEntries"] = "2000"
         if self.remote is None:
             # delta-spark's SQL and catalog (a Connect server sets them itself: static settings)
             conf.update(DELTA_CONF)

@@ -1,8 +1,9 @@
 """What the shared session does beyond Spark's defaults, checked on the session itself: JVM
 class names resolved once (joins/spark/names.py), lists sent ten elements a round trip and
 columns by name kept (joins/spark/py4j_calls.py), frames cut into at most the configured
-number of tasks before a write or a checkpoint (joins/spark/frames.py), and the local file
-system without a shell (temporaljoins.LocalFileSystem, joins/spark/session.py)."""
+number of tasks before a write or a checkpoint (joins/spark/frames.py), the local file
+system without a shell (temporaljoins.LocalFileSystem, joins/spark/session.py), and compiled
+code kept for more classes than a micro-batch generates (joins/spark/session.py)."""
 
 from __future__ import annotations
 
@@ -147,3 +148,32 @@ def test_the_local_file_system_sets_permissions_and_reads_links_without_a_shell(
     no_options = spark.sparkContext._gateway.new_array(jvm.org.apache.hadoop.fs.Options.Rename, 0)
     context.rename(hpath(f"file://{tmp_path}/a"), hpath(f"file://{tmp_path}/b"), no_options)
     assert (tmp_path / "b").read_text() == "a" and not (tmp_path / "a").exists()
+
+
+def test_more_generated_classes_than_spark_keeps_by_default_stay_compiled(spark: Any) -> None:
+    # Spark keeps 100 compiled classes by default; a foreign-key batch alone generates about 90,
+    # so each batch compiled again what the one before had. 200 distinct classes (a projection
+    # of one constant each), then the first ten again: already compiled, not evicted (by
+    # default all ten are: Spark's cache holds about 25 classes in each of its 4 segments).
+    jvm = SparkContext._jvm
+    exprs = jvm.org.apache.spark.sql.catalyst.expressions
+    compilations = jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    integer = jvm.org.apache.spark.sql.types.DataTypes.IntegerType
+    salt = os.getpid() % 1_000_000 * 1000   # classes no other test of this process compiled
+
+    def compile_projections(count: int) -> int:
+        start = compilations.getCount()
+        for i in range(count):
+            exprs.UnsafeProjection.create(exprs.Literal(salt + i, integer))
+        return int(compilations.getCount() - start)
+
+    mode = spark.conf.get("spark.sql.codegen.factoryMode", None)
+    spark.conf.set("spark.sql.codegen.factoryMode", "CODEGEN_ONLY")   # the suite's is NO_CODEGEN
+    try:
+        assert compile_projections(200) == 200
+        assert compile_projections(10) == 0
+    finally:
+        if mode is None:
+            spark.conf.unset("spark.sql.codegen.factoryMode")
+        else:
+            spark.conf.set("spark.sql.codegen.factoryMode", mode)
