@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from joins import lake
 from joins.spark.frames import checkpointed, write_tasks
+from tests.spark.codegen import generated_code
 
 pytestmark = pytest.mark.spark
 
@@ -167,13 +168,6 @@ def test_more_generated_classes_than_spark_keeps_by_default_stay_compiled(spark:
             exprs.UnsafeProjection.create(exprs.Literal(salt + i, integer))
         return int(compilations.getCount() - start)
 
-    mode = spark.conf.get("spark.sql.codegen.factoryMode", None)
-    spark.conf.set("spark.sql.codegen.factoryMode", "CODEGEN_ONLY")   # the suite's is NO_CODEGEN
-    try:
+    with generated_code(spark, "CODEGEN_ONLY"):
         assert compile_projections(200) == 200
         assert compile_projections(10) == 0
-    finally:
-        if mode is None:
-            spark.conf.unset("spark.sql.codegen.factoryMode")
-        else:
-            spark.conf.set("spark.sql.codegen.factoryMode", mode)

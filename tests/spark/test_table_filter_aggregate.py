@@ -22,6 +22,7 @@ from joins.operators.table_map.spark_replay import MapReplay
 from joins.scenario import load_scenario
 from joins.scenario.runner import prepare
 from tests.budget import spark_examples
+from tests.spark.codegen import generated_code
 from tests.spark.operator_helpers import cut, nonzero, records_of, reference_items, scenarios_of
 
 pytestmark = pytest.mark.spark
@@ -169,29 +170,16 @@ def test_map_equals_reference_for_random_tables(spark: Any, tmp_path_factory: An
 # ---- with generated code -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def generated_code(spark: Any) -> Any:
-    """The project's own settings for this test: the suite's session compiles no code (tiny data;
-    tests/conftest.py), and a fold whose accumulator claims a field is never null passes without
-    generated code and fails with it."""
-    keys = ("spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode")
-    before = {k: spark.conf.get(k) for k in keys}
-    spark.conf.set("spark.sql.codegen.wholeStage", "true")
-    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK")
-    yield spark
-    for k, v in before.items():
-        spark.conf.set(k, v)
-
-
 @pytest.mark.parametrize("definition", [FILTER, MAP], ids=lambda d: d.name)
-def test_a_tombstone_over_held_state_with_generated_code(generated_code: Any, tmp_path: Path,
+def test_a_tombstone_over_held_state_with_generated_code(spark: Any, tmp_path: Path,
                                                          definition: OperatorDefinition) -> None:
     # The second batch deletes a key the first one stored: the fold's current value turns null.
     config: dict[str, Any] = {"versioned": True, "history_retention_ms": 100}
     config |= ({"predicate": {"field": "n", "op": "ge", "value": 0}} if definition is FILTER
                else {"columns": [{"field": "n", "as": "m"}]})
     raw = [{"key": "a", "value": {"n": 1}, "ts": 1}, {"key": "a", "value": None, "ts": 2}]
-    got, want = replay_items(definition, generated_code, tmp_path, config, raw, [1])
+    with generated_code(spark):   # a fold claiming a field is never null fails only compiled
+        got, want = replay_items(definition, spark, tmp_path, config, raw, [1])
     assert got == want
     assert [(i["value"], i["old_value"]) for i in got][-1] == (None, {"n" if definition is FILTER
                                                                       else "m": 1})

@@ -8,9 +8,8 @@ a second here, so inputs are small and batches few.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from joins.operators.table_table_join.spark_replay import ReplayLake, spark_repl
 from joins.operators.table_table_join.spec import TableTableJoinRecord, TableTableJoinSpec
 from tests.budget import spark_examples
 from tests.spark import operator_helpers as helpers
+from tests.spark.codegen import generated_code
 from tests.spark.operator_helpers import cut, nonzero, scenarios_of
 
 pytestmark = pytest.mark.spark
@@ -246,24 +246,6 @@ def test_incremental_equals_reference_for_random_changelogs(spark: Any, tmp_path
                                                             case: dict[str, Any]) -> None:
     assert_same_as_reference(spark, tmp_path_factory.mktemp("ttj"), case["config"], case["raw"],
                              case["cuts"])
-
-
-@contextlib.contextmanager
-def generated_code(spark: Any) -> Iterator[None]:
-    """The project's settings for a while: whole-stage and expression code generation, which
-    the suite's interpreted plans (tests/conftest.py) leave out."""
-    keys = ("spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode")
-    before = {k: spark.conf.get(k, None) for k in keys}
-    spark.conf.set("spark.sql.codegen.wholeStage", "true")
-    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK")
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 @pytest.mark.parametrize("join", ["inner", "left", "outer"])
