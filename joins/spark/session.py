@@ -97,7 +97,8 @@ class SparkSettings:
             # Spark keeps the 100 classes it compiled last (static). One foreign-key batch
             # alone generates about 90 distinct ones, so at 100 each batch compiled again what
             # the batch before it had: 60-90 compilations a batch at 1M x 100k, 6 with room for
-            # 2,000 (a class is tens of KB; the ones left are the batch's own literals).
+            # 2,000 (the ones left inline the batch's id). A class is a few KB of bytecode (2.5
+            # KB on average in a foreign-key batch, 13 KB at most): 2,000 hold about 5 MB.
             conf["spark.sql.codegen.cache.maxEntries"] = "2000"
         if self.remote is None:
             # delta-spark's SQL and catalog (a Connect server sets them itself: static settings)
