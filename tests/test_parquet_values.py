@@ -102,3 +102,24 @@ def test_a_file_that_no_longer_reads_is_a_problem_not_an_error(tmp_path: Path) -
     Path(path).write_bytes(b"PAR1 not any more")
     problem = row_problem(suspect, LIMIT)
     assert problem is not None and problem.startswith("not a readable Parquet file: ")
+
+
+def test_running_out_of_memory_is_an_error_not_a_problem_of_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A refused file goes to quarantine with its reason instead of being stored: a MemoryError
+    # says nothing about the file, so it must fail the ingest instead, which a retry repeats.
+    from joins.landing.parquet import footer_problem
+
+    table = pa.table({"k": ["x" * 2000]})
+    path = write(tmp_path / "a.parquet", table, 1)
+    suspect = suspect_of(path, footer(path), LIMIT)
+    assert suspect is not None
+
+    def out_of_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(pq, "ParquetFile", out_of_memory)
+    with pytest.raises(MemoryError):
+        row_problem(suspect, LIMIT)
+    with pytest.raises(MemoryError):
+        footer_problem(path)

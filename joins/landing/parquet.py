@@ -60,6 +60,8 @@ def _footer(path: str) -> tuple[pq.FileMetaData | None, str | None]:
     try:
         with open_landing_file(path, random_access=True) as stream:
             return pq.ParquetFile(stream).metadata, None
+    except MemoryError:
+        raise  # this process ran out of memory: no property of the file, so no reason to refuse it
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
         return None, f"not a readable Parquet file: {read_error_text(exc)}"
 

@@ -166,6 +166,8 @@ def row_problem(suspect: Suspect, limit: int | None = None) -> str | None:
                     i = int(over[0])
                     return row_too_large(int(starts[group]) + i + 1, int(total[i]),
                                      suspect.columns[int(which[i])], limit)
+    except MemoryError:
+        raise  # this process ran out of memory: no property of the file, so no reason to refuse it
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
         return f"not a readable Parquet file: {read_error_text(exc)}"
     return None
