@@ -226,11 +226,13 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
 
             from joins.spark.names import cache_jvm_names
             from joins.spark.py4j_calls import install_chunked_lists, keep_columns_by_name
+            from joins.spark.py4j_release import install_bulk_release
 
             session.sparkContext.setLogLevel("ERROR")
             cache_jvm_names(session)
             install_chunked_lists()
             keep_columns_by_name(SparkContext._jvm)
+            install_bulk_release(session)
         _session, _settings = session, settings
         return session
 
