@@ -8,8 +8,9 @@ the JVM's. A single-record micro-batch releases some 460 proxies. Here the worke
 id, takes every id queued behind it and sends them in one call (`temporaljoins.Py4jRelease`).
 
 Installed once per driver process by `joins.spark.session` for classic sessions whose JVM has
-the engine's jar; anything else keeps py4j's own path. Nothing else changes: an id is released
-no earlier than py4j would release it, and at most a queue's drain later.
+the engine's jar; anything else keeps py4j's own path. Nothing else changes: an id is still
+released only once its proxy has died, by the same thread; the ids behind it go sooner than
+py4j's one at a time would send them.
 """
 
 from __future__ import annotations
