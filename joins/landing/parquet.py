@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING
 from joins.landing.files import (
     display_names,
     open_landing_file,
-    read_error_text,
     reader_options,
     spark_path,
 )
 from joins.landing.numbering import FileCells, arrivals_by_file
-from joins.landing.parquet_values import Suspect, files_with_large_rows, suspect_of
+from joins.landing.parquet_values import Suspect, files_with_large_rows, suspect_of, unreadable
 from joins.landing.spec import SPARK_TYPES, LandingSpec
 from joins.landing.text import RECORD, RECORD_PROBLEM, no_cells, problem_col, too_large
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
@@ -60,10 +59,8 @@ def _footer(path: str) -> tuple[pq.FileMetaData | None, str | None]:
     try:
         with open_landing_file(path, random_access=True) as stream:
             return pq.ParquetFile(stream).metadata, None
-    except MemoryError:
-        raise  # this process ran out of memory: no property of the file, so no reason to refuse it
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
-        return None, f"not a readable Parquet file: {read_error_text(exc)}"
+        return None, unreadable(exc)
 
 
 def typed_cells(df: DataFrame, schema: StructType, spec: LandingSpec) -> DataFrame:
@@ -109,7 +106,7 @@ def _decodes(spark: SparkSession, path: str, schema: StructType) -> str | None:
         _read(spark, [path], schema).agg(F.sum(F.hash(*(F.col(f"`{n}`") for n in schema.names)))
                                          ).collect()
     except Exception as exc:  # a JVM error of the read, whatever its class
-        return f"not a readable Parquet file: {read_error_text(exc)}"
+        return unreadable(exc)
     return None
 
 
@@ -126,7 +123,7 @@ def _schemas(spark: SparkSession, files: Sequence[str]
             try:
                 schema = spark.read.options(**reader_options([path])).parquet(spark_path(path)).schema
             except Exception as exc:  # the footer read, but Spark cannot map its schema
-                problem = f"not a readable Parquet file: {read_error_text(exc)}"
+                problem = unreadable(exc)
         if problem is not None:
             bad.append((path, problem))
             continue
@@ -134,7 +131,7 @@ def _schemas(spark: SparkSession, files: Sequence[str]
         try:
             suspect = suspect_of(path, metadata)
         except Exception as exc:  # pyarrow cannot map the schema its footer names
-            bad.append((path, f"not a readable Parquet file: {read_error_text(exc)}"))
+            bad.append((path, unreadable(exc)))
             continue
         if suspect is not None:
             suspects.append(suspect)

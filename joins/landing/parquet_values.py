@@ -166,11 +166,18 @@ def row_problem(suspect: Suspect, limit: int | None = None) -> str | None:
                     i = int(over[0])
                     return row_too_large(int(starts[group]) + i + 1, int(total[i]),
                                      suspect.columns[int(which[i])], limit)
-    except MemoryError:
-        raise  # this process ran out of memory: no property of the file, so no reason to refuse it
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
-        return f"not a readable Parquet file: {read_error_text(exc)}"
+        return unreadable(exc)
     return None
+
+
+def unreadable(exc: Exception) -> str:
+    """Why a Parquet file is refused, from the error reading it. A MemoryError is raised again:
+    this process ran out of memory, which says nothing about the file (refused, it would go to
+    quarantine; raised, the ingest fails and a retry reads it)."""
+    if isinstance(exc, MemoryError):
+        raise exc
+    return f"not a readable Parquet file: {read_error_text(exc)}"
 
 
 def _judged(path: str, row_groups: list[int], columns: list[str], *, limit: int) -> str | None:
