@@ -10,7 +10,9 @@
   planned. A plan commit that another run made first stops the run.
 - Leftovers of a crashed run are removed first (`joins.lake.remove_leftovers`).
 - No file blocks the source: a file that cannot be read is quarantined whole and recorded in the
-  batch log as taken; the rest of the batch goes on.
+  batch log as taken; the rest of the batch goes on. A read that failed because the store did
+  (a network error, a denied permission: `joins.landing.read_failures`) is no verdict on the
+  file: the run stops with LandingReadError before committing, and the next run reads it again.
 """
 
 from __future__ import annotations

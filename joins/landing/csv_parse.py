@@ -27,9 +27,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from joins.landing.files import MAX_LINE_BYTES, READ_ERRORS, decompressed, line_too_long, open_landing_file
+from joins.landing.files import (
+    MAX_LINE_BYTES,
+    READ_ERRORS,
+    decompressed,
+    line_too_long,
+    open_landing_file,
+    read_error_text,
+)
+from joins.landing.read_failures import store_failed
 
 FILE_PROBLEM_INDEX = -1
+READ_FAILED_INDEX = -2   # the read failed, not the file: one row, its reason
 _INVALID_UTF8 = re.compile("[\udc80-\udcff]")
 _SHOWN_CHARS = 1000
 
@@ -123,5 +132,8 @@ def read_csv_file(path: str, *, delimiter: str, max_record_bytes: int,
     except _LineTooLong as exc:
         yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None, line_too_long(exc.args[0], max_line_chars))
     except READ_ERRORS as exc:
+        if store_failed(exc):   # not the file's content: the driver raises it (read_failures)
+            yield CsvRecord(READ_FAILED_INDEX, None, None, None, read_error_text(exc))
+            return
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None, f"cannot be read: {reason}")

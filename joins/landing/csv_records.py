@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from joins.landing.csv_parse import FILE_PROBLEM_INDEX, read_csv_file
+from joins.landing.csv_parse import READ_FAILED_INDEX, read_csv_file
 from joins.landing.numbering import FileCells, arrivals_by_file
+from joins.landing.read_failures import LandingReadError
 from joins.landing.spec import SPARK_TYPES, LandingSpec
 from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, no_cells, problem_col, wrong_type
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
@@ -56,7 +57,8 @@ def _parse_files(delimiter: str, max_record_bytes: int
 
 def csv_records(spark: SparkSession, files: Sequence[str], spec: LandingSpec) -> DataFrame:
     """(_fi, _idx, _row, _raw, _fields, _problem) of every record of `files` (`_fi` = position
-    in `files`); `_idx` = -1 marks a file that could not be read (one row)."""
+    in `files`); `_idx` -1 marks a file that could not be read, -2 a read that failed for a
+    reason not the file's (`read_failures`): one row each, its reason in `_problem`."""
     listing = spark.createDataFrame(list(enumerate(files)), "_fi int, _path string")
     listing = listing.repartition(min(len(files), 256), "_fi")
     return listing.mapInArrow(_parse_files(spec.csv_delimiter, spec.max_record_bytes), _RECORDS)
@@ -108,8 +110,11 @@ def csv_cells(spark: SparkSession, files: Sequence[str], spec: LandingSpec) -> F
         return no_cells(spark, spec)
     records = csv_records(spark, files, spec).persist()
     try:
-        unreadable = {r["_fi"]: r["_problem"] for r in records.where(
-            F.col("_idx") == FILE_PROBLEM_INDEX).select("_fi", "_problem").collect()}
+        unreadable: dict[int, str] = {}
+        for r in records.where(F.col("_idx") < 0).select("_fi", "_idx", "_problem").collect():
+            if r["_idx"] == READ_FAILED_INDEX:
+                raise LandingReadError(files[r["_fi"]], r["_problem"])
+            unreadable[r["_fi"]] = r["_problem"]
         records_ok = records.where(~F.col("_fi").isin(list(unreadable)) if unreadable else F.lit(True))
         counts = [(r["_fi"], files[r["_fi"]], int(r["n"])) for r in
                   records_ok.groupBy("_fi").agg(F.count("*").alias("n")).collect()]

@@ -60,7 +60,7 @@ def _footer(path: str) -> tuple[pq.FileMetaData | None, str | None]:
         with open_landing_file(path, random_access=True) as stream:
             return pq.ParquetFile(stream).metadata, None
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
-        return None, unreadable(exc)
+        return None, unreadable(exc, path)
 
 
 def typed_cells(df: DataFrame, schema: StructType, spec: LandingSpec) -> DataFrame:
@@ -106,7 +106,7 @@ def _decodes(spark: SparkSession, path: str, schema: StructType) -> str | None:
         _read(spark, [path], schema).agg(F.sum(F.hash(*(F.col(f"`{n}`") for n in schema.names)))
                                          ).collect()
     except Exception as exc:  # a JVM error of the read, whatever its class
-        return unreadable(exc)
+        return unreadable(exc, path)
     return None
 
 
@@ -123,7 +123,7 @@ def _schemas(spark: SparkSession, files: Sequence[str]
             try:
                 schema = spark.read.options(**reader_options([path])).parquet(spark_path(path)).schema
             except Exception as exc:  # the footer read, but Spark cannot map its schema
-                problem = unreadable(exc)
+                problem = unreadable(exc, path)
         if problem is not None:
             bad.append((path, problem))
             continue
@@ -131,7 +131,7 @@ def _schemas(spark: SparkSession, files: Sequence[str]
         try:
             suspect = suspect_of(path, metadata)
         except Exception as exc:  # pyarrow cannot map the schema its footer names
-            bad.append((path, unreadable(exc)))
+            bad.append((path, unreadable(exc, path)))
             continue
         if suspect is not None:
             suspects.append(suspect)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from joins.landing.files import MAX_LINE_BYTES, open_landing_file, read_error_text
 from joins.landing.per_file import refused_files
+from joins.landing.read_failures import raise_if_store_failed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -167,16 +168,14 @@ def row_problem(suspect: Suspect, limit: int | None = None) -> str | None:
                     return row_too_large(int(starts[group]) + i + 1, int(total[i]),
                                      suspect.columns[int(which[i])], limit)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... per kind of damage
-        return unreadable(exc)
+        return unreadable(exc, suspect.path)
     return None
 
 
-def unreadable(exc: Exception) -> str:
-    """Why a Parquet file is refused, from the error reading it. A MemoryError is raised again:
-    this process ran out of memory, which says nothing about the file (refused, it would go to
-    quarantine; raised, the ingest fails and a retry reads it)."""
-    if isinstance(exc, MemoryError):
-        raise exc
+def unreadable(exc: Exception, path: str) -> str:
+    """Why the Parquet file at `path` is refused, from the error reading it; raised instead
+    when the error is not the file's (the store's or this process's: `read_failures`)."""
+    raise_if_store_failed(exc, path)
     return f"not a readable Parquet file: {read_error_text(exc)}"
 
 

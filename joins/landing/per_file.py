@@ -1,11 +1,14 @@
 """Landing files judged in Spark tasks, a file a task, in one job: the checks that must not run
 in the session's JVM or on the driver (a line or a row too large to hold) run in Python workers,
-where the files are."""
+where the files are. A read that fails for a reason that is not the file's content (the
+store's or the machine's: `read_failures`) is raised on the driver as a `LandingReadError`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
+
+from joins.landing.read_failures import LandingReadError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -25,13 +28,21 @@ def refused_files(spark: SparkSession, rows: Sequence[tuple[Any, ...]], ddl: str
         import pyarrow as pa
 
         for batch in batches:
-            refused = [(values[0], found) for values in
-                       zip(*(batch.column(n).to_pylist() for n in names), strict=True)
-                       if (found := problem(*values)) is not None]
-            if refused:
-                paths, problems = zip(*refused, strict=True)
-                yield pa.RecordBatch.from_pydict({"path": list(paths), "problem": list(problems)})
+            out: dict[str, list[Any]] = {"path": [], "problem": [], "failed": []}
+            for values in zip(*(batch.column(n).to_pylist() for n in names), strict=True):
+                try:
+                    found, failed = problem(*values), False
+                except LandingReadError as exc:   # told to the driver, which raises it
+                    found, failed = exc.reason, True
+                if found is not None:
+                    for key, value in zip(out, (values[0], found, failed), strict=True):
+                        out[key].append(value)
+            if out["path"]:
+                yield pa.RecordBatch.from_pydict(out)
 
     found = listing.repartition(min(len(rows), 256)).mapInArrow(
-        judge, "path string, problem string").collect()   # one row a refused file
+        judge, "path string, problem string, failed boolean").collect()   # a row a refused file
+    for row in found:
+        if row["failed"]:
+            raise LandingReadError(row["path"], row["problem"])
     return {r["path"]: r["problem"] for r in found}

@@ -25,6 +25,7 @@ from joins.landing.files import (
 from joins.landing.long_lines import files_with_long_lines
 from joins.landing.numbering import FileCells
 from joins.landing.parquet import parquet_cells
+from joins.landing.read_failures import raise_if_store_failed
 from joins.landing.spec import LandingSpec, require_spec
 from joins.landing.text import json_cells, no_cells, numbered_lines
 from joins.versioned.quarantine import (
@@ -117,6 +118,7 @@ def _jsonl_cells(spark: SparkSession, files: list[str], spec: LandingSpec) -> Fi
                     spark.read.options(**reader_options([path])).text(spark_path(path)).agg(
                         F.sum(F.length("value"))).collect()
                 except Exception as exc:  # a JVM error of the read, whatever its class
+                    raise_if_store_failed(exc, path)
                     broken.append((path, f"cannot be read: {read_error_text(exc)}"))
             if not broken:
                 raise

@@ -322,3 +322,35 @@ def test_a_changelog_source_keeps_every_update_with_its_tombstone_flag(spark: An
     assert [(r["k"], r["ts"], r["v"], r["tombstone"]) for r in rows] == \
         [("a", 5, 1, False), ("a", 1, 2, False), ("a", 9, None, True), ("b", 0, 3, False)]
     assert len({r["_seq"] for r in rows}) == 4
+
+
+@pytest.mark.parametrize("failing_read", [1, 2], ids=["planning", "reading"])
+def test_a_read_the_store_failed_stops_the_run_and_the_next_run_stores_the_file(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing_read: int) -> None:
+    # A network error reading a landed file says nothing about the file: quarantined, its good
+    # rows would be lost to the table. The run stops before committing anything (a planned
+    # batch stays planned) and the next run stores the file.
+    from joins.landing import parquet as landing_parquet
+    from joins.landing.read_failures import LandingReadError
+
+    src = source(tmp_path, "parquet")
+    land_parquet(Path(src.landing), "1.parquet", ("a", 1_000, 1), ("b", 1_100, 2))
+    real, reads = landing_parquet.open_landing_file, []
+
+    def flaky(path: str, **kwargs: Any) -> Any:
+        reads.append(path)
+        if len(reads) == failing_read:   # the plan's footer check, then the read's
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return real(path, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(landing_parquet, "open_landing_file", flaky)
+        with pytest.raises(LandingReadError, match=r"1\.parquet: reading the file failed "
+                                                   r"\(\[Errno 104\] Connection reset by peer\)"):
+            run_ingest(spark, src)
+    state = IngestLog(src.manifest, source_id="s").state()
+    assert state.quarantined == set() and not Path(src.table).exists()
+    assert (state.pending is not None) == (failing_read == 2)
+    [summary] = run_ingest(spark, src)
+    assert (summary.batch_id, summary.stored, summary.quarantined) == (0, 2, 0)
+    assert stored(spark, src) == [("a", 1_000, 1), ("b", 1_100, 2)]
