@@ -141,3 +141,18 @@ def test_a_line_check_the_store_failed_is_raised(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(long_lines, "open_landing_file", failing)
     with pytest.raises(LandingReadError, match=r"a\.jsonl\.bz2: reading the file failed"):
         long_lines.long_line_problem(str(damaged))
+
+
+def test_a_file_the_planner_may_not_examine_is_raised_one_removed_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from joins.landing import files
+
+    gone = str(tmp_path / "gone.jsonl")
+    assert files.file_problem(gone) == "the file no longer exists (removed after it landed)"
+
+    def denied(path: str) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", path)
+
+    monkeypatch.setattr(files.os, "lstat", denied)
+    with pytest.raises(LandingReadError, match=r"gone\.jsonl: reading the file failed .*Permission denied"):
+        files.file_problem(gone)

@@ -33,9 +33,8 @@ from joins.landing.files import (
     decompressed,
     line_too_long,
     open_landing_file,
-    read_error_text,
 )
-from joins.landing.read_failures import store_failed
+from joins.landing.read_failures import read_error_text, store_failed
 
 FILE_PROBLEM_INDEX = -1
 READ_FAILED_INDEX = -2   # the read failed, not the file: one row, its reason

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from joins.errors import ConfigError
+from joins.landing.read_failures import raise_if_store_failed
 from joins.landing.spec import OPERATOR
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def file_problem(path: str) -> str | None:
     except FileNotFoundError:
         return "the file no longer exists (removed after it landed)"
     except OSError as exc:
+        raise_if_store_failed(exc, path)   # a denied permission, a disk's I/O error: no verdict
         return f"cannot be examined: {exc.strerror or exc}"
     if stat.S_ISLNK(mode):
         return "a symbolic link: links are not followed, land the file itself"
@@ -255,13 +257,3 @@ def display_names(spark_paths: Sequence[str], files: Sequence[str]) -> dict[str,
             raise ConfigError(f"{OPERATOR}: Spark read a file that was not listed: {sp}")
         out[sp] = found
     return out
-
-
-def read_error_text(exc: BaseException) -> str:
-    """A one-line account of why a read failed: a JVM error's own message (the line after
-    py4j's "An error occurred while calling ...") and its root cause."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    head = next((ln[1:].strip() for ln in lines if ln.startswith(":")), lines[0] if lines else "")
-    causes = [ln[len("Caused by:"):].strip() for ln in lines if ln.startswith("Caused by:")]
-    text = head if not causes else f"{head} (cause: {causes[-1]})"
-    return (text or type(exc).__name__)[:400]

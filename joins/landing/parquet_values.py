@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from joins.landing.files import MAX_LINE_BYTES, open_landing_file, read_error_text
+from joins.landing.files import MAX_LINE_BYTES, open_landing_file
 from joins.landing.per_file import refused_files
-from joins.landing.read_failures import raise_if_store_failed
+from joins.landing.read_failures import raise_if_store_failed, read_error_text
 
 if TYPE_CHECKING:
     import numpy as np

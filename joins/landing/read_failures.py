@@ -24,7 +24,6 @@ from __future__ import annotations
 import errno
 
 from joins.errors import JoinsError
-from joins.landing.files import read_error_text
 
 # Errnos of a store or a machine failing, not of a file's bytes. ENOENT is not one: a file
 # removed after it landed is refused with that reason (joins.landing.files.file_problem).
@@ -46,6 +45,16 @@ _STORE_TEXTS = (
     "AWSClientIOException", "SdkClientException", "Connection reset", "Connection refused",
     "Read timed out", "Broken pipe", "Input/output error", "Permission denied",
 )
+
+
+def read_error_text(exc: BaseException) -> str:
+    """A one-line account of why a read failed: a JVM error's own message (the line after
+    py4j's "An error occurred while calling ...") and its root cause."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    head = next((ln[1:].strip() for ln in lines if ln.startswith(":")), lines[0] if lines else "")
+    causes = [ln[len("Caused by:"):].strip() for ln in lines if ln.startswith("Caused by:")]
+    text = head if not causes else f"{head} (cause: {causes[-1]})"
+    return (text or type(exc).__name__)[:400]
 
 
 class LandingReadError(JoinsError):

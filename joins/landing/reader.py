@@ -18,14 +18,13 @@ from joins.landing.csv_records import csv_cells
 from joins.landing.files import (
     LandingFile,
     list_landing_files,
-    read_error_text,
     reader_options,
     spark_path,
 )
 from joins.landing.long_lines import files_with_long_lines
 from joins.landing.numbering import FileCells
 from joins.landing.parquet import parquet_cells
-from joins.landing.read_failures import raise_if_store_failed
+from joins.landing.read_failures import raise_if_store_failed, read_error_text
 from joins.landing.spec import LandingSpec, require_spec
 from joins.landing.text import json_cells, no_cells, numbered_lines
 from joins.versioned.quarantine import (
