@@ -34,7 +34,7 @@ from joins.landing.files import (
     line_too_long,
     open_landing_file,
 )
-from joins.landing.read_failures import read_error_text, store_failed
+from joins.landing.read_failures import damaged_stream, read_error_text, store_failed
 
 FILE_PROBLEM_INDEX = -1
 READ_FAILED_INDEX = -2   # the read failed, not the file: one row, its reason
@@ -134,5 +134,4 @@ def read_csv_file(path: str, *, delimiter: str, max_record_bytes: int,
         if store_failed(exc):   # not the file's content: the driver raises it (read_failures)
             yield CsvRecord(READ_FAILED_INDEX, None, None, None, read_error_text(exc))
             return
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None, f"cannot be read: {reason}")
+        yield CsvRecord(FILE_PROBLEM_INDEX, None, None, None, damaged_stream(exc))

@@ -30,7 +30,7 @@ from joins.landing.files import (
     remote_infos,
 )
 from joins.landing.per_file import refused_files
-from joins.landing.read_failures import raise_if_store_failed
+from joins.landing.read_failures import damaged_stream, raise_if_store_failed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -61,8 +61,7 @@ def long_line_problem(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> str | 
                     return line_too_long(line, max_line_bytes)
     except READ_ERRORS as exc:
         raise_if_store_failed(exc, path)
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        return f"cannot be read: {reason}"
+        return damaged_stream(exc)
     return None
 
 

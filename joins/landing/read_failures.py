@@ -88,3 +88,9 @@ def raise_if_store_failed(exc: BaseException, path: str) -> None:
         raise exc
     if store_failed(exc):
         raise LandingReadError(path, read_error_text(exc)) from exc
+
+
+def damaged_stream(exc: BaseException) -> str:
+    """Why a file read as a stream (text, gzip, bz2) is refused, from an error `store_failed`
+    says is the file's: its strerror (a gzip or bz2 error's), else its message."""
+    return f"cannot be read: {getattr(exc, 'strerror', None) or str(exc) or type(exc).__name__}"
