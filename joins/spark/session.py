@@ -233,8 +233,23 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
             install_chunked_lists()
             keep_columns_by_name(SparkContext._jvm)
             install_bulk_release(session)
+            trim_hadoop_defaults(session)
         _session, _settings = session, settings
         return session
+
+
+def trim_hadoop_defaults(spark: SparkSession) -> list[str]:
+    """Drop Hadoop's YARN and MapReduce defaults from the JVM's configurations: 720 of their
+    1,150 entries, which every file-reading or -writing job serialized and every task read back
+    (`temporaljoins.HadoopDefaults` says why; TJ_HADOOP_DEFAULTS=keep keeps them). Returns the
+    resources dropped; none without the engine's JVM classes."""
+    from joins.spark.jvm import unavailable_reason
+
+    if unavailable_reason(spark) is not None:
+        return []
+    jvm = spark._jvm
+    assert jvm is not None
+    return [str(name) for name in jvm.temporaljoins.HadoopDefaults.trim()]
 
 
 def stop_spark() -> None:

@@ -3,7 +3,8 @@ class names resolved once (joins/spark/names.py), lists sent ten elements a roun
 columns by name kept (joins/spark/py4j_calls.py), frames cut into at most the configured
 number of tasks before a write or a checkpoint (joins/spark/frames.py), the local file
 system without a shell (temporaljoins.LocalFileSystem, joins/spark/session.py), and compiled
-code kept for more classes than a micro-batch generates (joins/spark/session.py)."""
+code kept for more classes than a micro-batch generates (joins/spark/session.py), and Hadoop
+configurations without the YARN and MapReduce defaults (temporaljoins.HadoopDefaults)."""
 
 from __future__ import annotations
 
@@ -171,3 +172,28 @@ def test_more_generated_classes_than_spark_keeps_by_default_stay_compiled(spark:
     with generated_code(spark, "CODEGEN_ONLY"):
         assert compile_projections(200) == 200
         assert compile_projections(10) == 0
+
+
+def test_hadoop_configurations_carry_no_yarn_or_mapreduce_defaults(spark: Any,
+                                                                   tmp_path: Path) -> None:
+    # A write loads MapReduce's Job, whose class initializer adds mapred-default.xml and
+    # yarn-default.xml to every configuration unless they were dropped for good
+    # (temporaljoins.HadoopDefaults); then a read and a write of a CSV-and-Delta round trip.
+    jvm = SparkContext._jvm
+    lake.write_delta(spark.range(3), str(tmp_path / "t"), mode="append")
+    spark.range(2).write.csv(str(tmp_path / "csv"))
+    assert sorted(r[0] for r in spark.read.csv(str(tmp_path / "csv")).collect()) == ["0", "1"]
+    assert lake.read_delta(spark, str(tmp_path / "t")).count() == 3
+
+    defaults = list(jvm.temporaljoins.HadoopDefaults.defaultResources())
+    assert "core-default.xml" in defaults
+    assert not {"mapred-default.xml", "yarn-default.xml"} & set(defaults), defaults
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    sources = {str(conf.getPropertySources(e.getKey())[0]) for e in conf.iterator()
+               if conf.getPropertySources(e.getKey())}
+    assert "core-default.xml" in sources
+    assert not {"mapred-default.xml", "yarn-default.xml"} & sources
+    assert conf.size() < 600, conf.size()
+    # Keys only those files set fall back to the code's defaults; the session's own stay.
+    assert conf.get("yarn.resourcemanager.address") is None
+    assert conf.get("fs.file.impl") == "temporaljoins.LocalFileSystem"

@@ -27,6 +27,12 @@ public final class TxnPlugin implements RelationPlugin {
   public static final String PREFIX = "temporaljoins.txn:";
   private static final int RECURSION_LIMIT = 4096;
 
+  static {
+    // The server's own sessions read and write files too: the same lean configuration as a
+    // classic session's (joins/spark/session.py).
+    HadoopDefaults.trim();
+  }
+
   @Override
   public Optional<LogicalPlan> transform(byte[] bytes, SparkConnectPlanner planner) {
     Hint hint;
