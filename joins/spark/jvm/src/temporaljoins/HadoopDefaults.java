@@ -58,9 +58,7 @@ public final class HadoopDefaults {
     }
     List<String> dropped = new ArrayList<>();
     try {
-      Field field = Configuration.class.getDeclaredField("defaultResources");
-      field.setAccessible(true);
-      List<?> resources = (List<?>) field.get(null);
+      List<?> resources = resources();
       for (String name : UNREAD) {
         if (resources.remove(name)) {
           dropped.add(name);
@@ -78,15 +76,20 @@ public final class HadoopDefaults {
   /** The default resources the JVM's configurations load (for tests and diagnostics). */
   public static List<String> defaultResources() {
     try {
-      Field field = Configuration.class.getDeclaredField("defaultResources");
-      field.setAccessible(true);
       List<String> names = new ArrayList<>();
-      for (Object name : (List<?>) field.get(null)) {
+      for (Object name : resources()) {
         names.add(String.valueOf(name));
       }
       return names;
     } catch (ReflectiveOperationException e) {
       return List.of();
     }
+  }
+
+  /** Hadoop's own list of default resources (private: no API removes one). */
+  private static List<?> resources() throws ReflectiveOperationException {
+    Field field = Configuration.class.getDeclaredField("defaultResources");
+    field.setAccessible(true);
+    return (List<?>) field.get(null);
   }
 }
