@@ -52,3 +52,8 @@ def test_subset_through_connect(connect_server: ConnectServer, standalone: Stand
                                "TJ_CLUSTER_WORK_DIR": str(standalone.work_dir)}, tmp_path)
     print(f"subset through {connect_server.url}: {timings(run, results)}")
     assert_subset_passed(run, results, allowed_skips=CONNECT_SKIPS, at_least=12)
+    # The server's own sessions write files too: its Hadoop configurations are as lean as a
+    # classic session's (temporaljoins.HadoopDefaults, called when the server loads TxnPlugin).
+    log = connect_server.daemon.log.read_text(errors="replace")
+    assert "Hadoop configurations without [mapred-default.xml, yarn-default.xml]" in log, (
+        "the Connect server kept YARN's and MapReduce's defaults:\n" + connect_server.daemon.tail())

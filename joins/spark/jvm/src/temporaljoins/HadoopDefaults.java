@@ -4,6 +4,7 @@ import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
+import org.slf4j.LoggerFactory;
 
 /**
  * Hadoop's configuration without the YARN and MapReduce defaults, which no job of a Spark session
@@ -69,6 +70,9 @@ public final class HadoopDefaults {
     }
     if (!dropped.isEmpty()) {
       Configuration.reloadExistingConfigurations();
+      // A server's log then says which of its configurations are lean (the cluster tests read it).
+      LoggerFactory.getLogger(HadoopDefaults.class).info(
+          "Hadoop configurations without {} ({}=keep keeps them)", dropped, KEEP_ENV);
     }
     return dropped;
   }
