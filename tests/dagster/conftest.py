@@ -1,8 +1,9 @@
-"""Fixtures of the Dagster tests: a small join spec and an ephemeral Dagster instance."""
+"""Fixtures of the Dagster tests: a small join spec and a Dagster instance."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +17,9 @@ def spec_dict() -> dict[str, Any]:
 
 
 @pytest.fixture
-def instance():
+def instance() -> Iterator[Any]:
+    """A file-backed instance, as `./tj dev`'s: sensor and schedule contexts hand it to other
+    processes by reference (tests/dagster/instances.py has the in-memory one)."""
     import dagster as dg
 
     with dg.instance_for_test() as inst:

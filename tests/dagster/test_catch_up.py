@@ -15,6 +15,7 @@ from demo.sample_data import HOUR_MS, SampleConfig, generate, write_wave
 from pipelines.definitions import DEMO_SPEC, build_definitions
 from pipelines.partitions import fitted_partitions
 from resources import LakeResource, SparkResource
+from tests.dagster.instances import memory_instance
 from tests.dagster.test_materialize import _batch, _materializations
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -36,7 +37,7 @@ def test_a_join_added_over_three_days_of_ingested_data_equals_their_backfill(
     defs = build_definitions([INNER], lake_root=str(root), spark=resources["spark"])
     waves = generate(THREE_DAYS)
     days = ["2024-03-01", "2024-03-02", "2024-03-03"]
-    with dg.instance_for_test() as instance:
+    with memory_instance() as instance:
         for wave in waves:
             write_wave(wave, orders_dir=Path(layout.landing(ja.spec.stream)),
                        rates_dir=Path(layout.landing(ja.spec.table)))

@@ -19,6 +19,7 @@ from assets.factory import build_pipeline_assets
 from joins.lake import read_delta
 from pipelines.definitions import DEMO_SPEC, build_definitions
 from resources import LakeResource, SparkResource
+from tests.dagster.instances import memory_instance
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -78,7 +79,7 @@ def test_delta_tables_feed_a_stream_table_join_through_dagster(spark, tmp_path: 
         return sorted((r["order_id"], r["ts"] - T0, r["table_rate"])
                       for r in read_delta(spark, str(output)).collect())
 
-    with dg.instance_for_test() as instance:
+    with memory_instance() as instance:
         # o4 sets the stream time at 60 min; a grace of 30 min releases o1 only.
         assert run() == [("o1", 10 * MINUTE, 1.08)]
 
@@ -132,7 +133,7 @@ def test_catalog_tables_feed_an_interval_join_through_dagster(spark, tmp_path: P
             return sensor.evaluate_tick(context)
 
     try:
-        with dg.instance_for_test() as instance:
+        with memory_instance() as instance:
             [resolve] = tick(instance).run_requests
             assert resolve.run_config == {"ops": {"orders": {"config": {"files": []}}}}
             assert resolve.run_key.startswith("orders:resolve-catalog-table:")

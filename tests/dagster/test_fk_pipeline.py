@@ -20,6 +20,7 @@ from joins.pipeline import parse_pipeline_spec
 from pipelines.definitions import build_definitions
 from pipelines.factory import checks_job_name
 from resources import LakeResource, SparkResource
+from tests.dagster.instances import memory_instance
 from tests.dagster.test_materialize import QUIET, _batch, _checks, _materializations
 
 DAY1 = 1_709_251_200_000          # 2024-03-01T00:00Z
@@ -90,7 +91,7 @@ def test_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: Path) -
     layout = layout_of(resources["lake"], ja.spec)
     defs = build_definitions([SPEC], lake_root=str(root), spark=resources["spark"])
     microbatch = defs.resolve_job_def(ja.microbatch_job_name)
-    with dg.instance_for_test() as instance:
+    with memory_instance() as instance:
         batches = []
         for n, (customers, orders) in enumerate(WAVES):
             _land(Path(layout.landing(ja.spec.right)), f"{n:04d}.jsonl", customers)

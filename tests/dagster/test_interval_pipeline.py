@@ -19,6 +19,7 @@ from joins.pipeline import parse_pipeline_spec
 from pipelines.definitions import DELIVERIES_SPEC, build_definitions
 from pipelines.factory import checks_job_name
 from resources import LakeResource, SparkResource
+from tests.dagster.instances import memory_instance
 from tests.dagster.test_materialize import QUIET, _batch, _checks, _materializations
 
 TINY = SampleConfig(days=2, waves=3, orders_per_day=12, rate_interval_ms=4 * HOUR_MS,
@@ -65,7 +66,7 @@ def test_ingest_microbatches_metadata_checks_and_backfill(spark: Any, tmp_path: 
     microbatch = defs.resolve_job_def(ja.microbatch_job_name)
     waves = generate(TINY)
     deliveries = generate_deliveries(TINY, waves, DeliveryConfig(late_deliveries=1))
-    with dg.instance_for_test() as instance:
+    with memory_instance() as instance:
         batches = []
         for wave in waves:
             write_wave(wave, orders_dir=Path(layout.landing(ja.spec.left)),

@@ -15,6 +15,7 @@ from joins.lake import read_delta
 from pipelines.checks import AGREEMENT, NO_DUPLICATES, QUARANTINE, build_join_checks
 from pipelines.definitions import DEMO_SPEC, build_definitions
 from resources import LakeResource, SparkResource
+from tests.dagster.instances import memory_instance
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -64,7 +65,7 @@ def test_ingest_microbatch_backfill_and_checks(spark, tmp_path: Path) -> None:
     waves = generate(TINY)
     n_orders = sum(len(w.orders) for w in waves)
 
-    with dg.instance_for_test() as instance:
+    with memory_instance() as instance:
         batches = []
         for wave in waves:
             write_wave(wave, orders_dir=Path(layout.landing(ja.spec.stream)),
