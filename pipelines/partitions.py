@@ -41,7 +41,19 @@ def fitted_partitions(layout: PipelineLayout) -> DailyPartitionsDefinition:
         days = None
     if days is None:
         return event_day_partitions(spec.start_date)
-    return event_day_partitions(parse_day_key(days[0]), parse_day_key(days[1]))
+    first, last = parse_day_key(days[0]), parse_day_key(days[1])
+    span = (last - first).days + 1
+    if span > MANY_DAYS:
+        # Not refused: the days hold data. But a ts in seconds, or one near 0, reads as a day of
+        # 1970 and gives the UI tens of thousands of partitions, which nobody meant.
+        log.warning("%s: %d event-day partitions, from %s to %s; if %s is not a day of your data, "
+                    "look for an event time near 0 or in seconds (ts is epoch milliseconds) in "
+                    "its inputs or output", spec.name, span, days[0], days[1], days[0])
+    return event_day_partitions(first, last)
+
+
+# Ten years of daily partitions: more is most likely a misread event time.
+MANY_DAYS = 3_660
 
 
 def day_key(day: dt.date) -> str:

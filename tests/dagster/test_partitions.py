@@ -82,6 +82,28 @@ def test_partitions_fit_the_data(tmp_path, monkeypatch: pytest.MonkeyPatch) -> N
         "2024-03-03", "2024-03-04", "2024-03-05"]
 
 
+def test_partitions_reaching_back_to_1970_are_kept_and_said(tmp_path, monkeypatch,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """An output day of 1970 (a ts in seconds, or near 0) is data: its partitions stay, and the
+    code location's log says where to look; ten years or less says nothing."""
+    layout = _layout(tmp_path)
+    monkeypatch.setattr(StreamTableJoinEngine, "stream_time",
+                        lambda self: day_start_ms(dt.date(2024, 3, 2)))
+    monkeypatch.setattr(observe, "day_rows", lambda layout: {"1970-01-20": 1, "2024-03-01": 9})
+    with caplog.at_level("WARNING", logger="pipelines.partitions"):
+        keys = fitted_partitions(layout).get_partition_keys()
+    assert (keys[0], keys[-1], len(keys)) == ("1970-01-20", "2024-03-02", 19_766)
+    [said] = [r.getMessage() for r in caplog.records]
+    assert said.startswith("orders_with_rates: 19766 event-day partitions, from 1970-01-20 to "
+                           "2024-03-02; if 1970-01-20 is not a day of your data"), said
+    assert "ts is epoch milliseconds" in said
+    caplog.clear()
+    monkeypatch.setattr(observe, "day_rows", lambda layout: {"2014-03-03": 1})
+    with caplog.at_level("WARNING", logger="pipelines.partitions"):
+        assert len(fitted_partitions(layout).get_partition_keys()) == 3_653
+    assert not caplog.records
+
+
 def test_a_lake_that_cannot_be_read_falls_back_to_the_start_date(tmp_path, monkeypatch) -> None:
     def broken(layout):
         raise OSError("storage unreachable")
