@@ -27,6 +27,9 @@ from joins.pipeline.observe import data_days
 
 log = logging.getLogger(__name__)
 
+# Ten years of daily partitions: more is most likely a misread event time (said, not refused).
+MANY_DAYS = 3_660
+
 
 def fitted_partitions(layout: PipelineLayout) -> DailyPartitionsDefinition:
     """The event days the pipeline has data for (output days up to the join's stream time); the
@@ -50,10 +53,6 @@ def fitted_partitions(layout: PipelineLayout) -> DailyPartitionsDefinition:
                     "look for an event time near 0 or in seconds (ts is epoch milliseconds) in "
                     "its inputs or output", spec.name, span, days[0], days[1], days[0])
     return event_day_partitions(first, last)
-
-
-# Ten years of daily partitions: more is most likely a misread event time.
-MANY_DAYS = 3_660
 
 
 def day_key(day: dt.date) -> str:
