@@ -155,17 +155,16 @@ def expired_quarantine_rows(classified: DataFrame, layout: VersionedDeltaLayout,
 
 def _commit_versions(rows: DataFrame, path: str, *, source_id: str, batch_id: int,
                      expected_version: int, history_retention_ms: int) -> CommitInfo:
-    from joins.lake import AppTxn, set_table_properties, write_delta
+    from joins.lake import AppTxn, write_delta
 
-    info = write_delta(rows, path, mode="append", partition_by=list(PARTITION_BY),
+    # The creating commit records the retention itself. (A commit of its own after it, by
+    # delta-rs, left that version without delta-spark's checksum, and the table's next commit
+    # replayed the whole log in Spark jobs to list its files.)
+    return write_delta(rows, path, mode="append", partition_by=list(PARTITION_BY),
                        app_txn=AppTxn(source_id, batch_id), expected_version=expected_version,
-                       commit_message=f"versions of batch {batch_id} from {source_id}")
-    if expected_version == -1 and info.version is not None:
-        # delta-rs takes only `delta.*` properties in a creating commit, so the retention follows
-        # in a commit of its own; after a crash between the two the next ingest records it.
-        set_table_properties(path, retention_configuration(history_retention_ms),
-                             expected_version=info.version)
-    return info
+                       commit_message=f"versions of batch {batch_id} from {source_id}",
+                       configuration=retention_configuration(history_retention_ms)
+                       if expected_version == -1 else None)
 
 
 def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: VersionedDeltaLayout, *,

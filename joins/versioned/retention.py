@@ -3,11 +3,11 @@
 Which puts expired, and which `as_of` reads still answer, depend on the retention: a table
 ingested with one retention and joined with another gives answers neither setting stands for.
 So the ingest that creates the table records it as the Delta table property
-`temporalJoins.historyRetentionMs` (in the commit right after the creating one: delta-rs takes
-only `delta.*` properties when it creates a table), every later ingest must be configured the
-same (else a ConfigError naming both values), and readers take it from the table
-(`read_history_retention`). A table without the property (created before it existed, or a crash
-between those two commits) adopts the configured value of its next ingest, and records it.
+`temporalJoins.historyRetentionMs` in its creating commit, every later ingest must be configured
+the same (else a ConfigError naming both values), and readers take it from the table
+(`read_history_retention`). A table without the property (created before it existed, or by an
+older version that recorded it in a second commit and crashed between the two) adopts the
+configured value of its next ingest, and records it.
 """
 
 from __future__ import annotations
