@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from joins.spark.context import lean_context, wanted
 from joins.spark.delta_jars import DELTA_CONF
 
 if TYPE_CHECKING:
@@ -220,7 +221,11 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
             conf.update(local_fs_conf(settings.master, own, conf))
         for key, value in conf.items():
             builder = builder.config(key, value)
-        session = builder.getOrCreate()
+        if settings.remote is None and wanted():
+            with lean_context():
+                session = builder.getOrCreate()
+        else:
+            session = builder.getOrCreate()
         if settings.remote is None:
             from pyspark import SparkContext
 

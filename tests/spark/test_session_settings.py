@@ -4,7 +4,8 @@ columns by name kept (joins/spark/py4j_calls.py), frames cut into at most the co
 number of tasks before a write or a checkpoint (joins/spark/frames.py), the local file
 system without a shell (temporaljoins.LocalFileSystem, joins/spark/session.py), and compiled
 code kept for more classes than a micro-batch generates (joins/spark/session.py), and Hadoop
-configurations without the YARN and MapReduce defaults (temporaljoins.HadoopDefaults)."""
+configurations without the YARN and MapReduce defaults (temporaljoins.HadoopDefaults), and
+lambda closures cleaned once per class (temporaljoins.LeanSparkContext, joins/spark/context.py)."""
 
 from __future__ import annotations
 
@@ -197,3 +198,24 @@ def test_hadoop_configurations_carry_no_yarn_or_mapreduce_defaults(spark: Any,
     # Keys only those files set fall back to the code's defaults; the session's own stay.
     assert conf.get("yarn.resourcemanager.address") is None
     assert conf.get("fs.file.impl") == "temporaljoins.LocalFileSystem"
+
+
+def test_each_lambda_class_is_cleaned_once_and_jobs_still_run(spark: Any, tmp_path: Path) -> None:
+    from joins.spark.context import is_lean
+
+    assert is_lean(spark)
+    sc = spark.sparkContext._jsc.sc()
+
+    def work(rows: int) -> None:
+        lake.write_delta(spark.range(5).withColumn("v", F.col("id") * 2), str(tmp_path / "t"),
+                         mode="append")
+        df = lake.read_delta(spark, str(tmp_path / "t"))
+        assert df.count() == rows
+        assert df.where("v >= 4").count() == rows * 3 // 5
+
+    work(5)  # a new query's lambdas are cleaned by Spark and remembered
+    classes, skipped = sc.cleanLambdaClasses(), sc.cleanSkipped()
+    assert classes > 0
+    work(10)  # the same queries again: the same lambda classes, none cleaned anew
+    assert sc.cleanSkipped() > skipped
+    assert sc.cleanLambdaClasses() == classes
