@@ -5,9 +5,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
-import org.apache.spark.SparkEnv;
-import org.apache.spark.SparkException;
-import scala.reflect.ClassTag$;
 
 /**
  * A SparkContext that cleans each kind of lambda closure once, not on every call.
@@ -17,16 +14,21 @@ import scala.reflect.ClassTag$;
  * Spark 4, cleaning changes nothing unless the lambda was declared in a Scala or Ammonite REPL;
  * but first it reads the class file that declared the lambda (RDD, SparkContext, Delta's file
  * writer) and walks the bytecode of every method in it, looking for a {@code return} statement
- * in the lambda's body. A micro-batch of a few rows makes some forty such calls on the driver:
- * about 6 % of the session JVM's CPU in single-record replays of three operators, on the thread
- * that answers the Python driver (JFR samples: docs/testing.md).
+ * in the lambda's body, and then serializes the function to check that it can be sent. A
+ * micro-batch of a few rows makes some forty such calls on the driver, on the thread that
+ * answers the Python driver: 8.6 % of the session JVM's samples in single-record replays of
+ * three operators, the bytecode walk about two thirds of it (JFR: docs/testing.md).
  *
- * <p>That scan depends only on the lambda's class, so a class Spark cleaned without replacing the
- * function is skipped from then on. The serializability check is kept for every call (it depends
- * on what an instance captures), so a function that cannot be sent to the executors fails here as
- * before. Anything else (a closure of an anonymous class, whose cleaning nulls unused fields of
- * each instance; a REPL's lambda) goes to Spark's cleaner every time. Built by
- * joins/spark/session.py for classic sessions; {@code TJ_SPARK_CONTEXT=spark} builds Spark's own.
+ * <p>The walk depends only on the lambda's class, so a class Spark cleaned without replacing the
+ * function is not cleaned again. Nor is it serialized again here: the scheduler serializes every
+ * task's function and RDD before the job runs ({@code DAGScheduler.submitMissingTasks}) and
+ * fails the job with Spark's same "Task not serializable" then, so a function that cannot be
+ * sent still fails, at its job rather than at the call that built the RDD. (The JVM functions a
+ * session runs are Spark's and delta-spark's; PySpark pickles Python functions, it does not
+ * Java-serialize them.) Anything else (a closure of an anonymous class, whose cleaning nulls
+ * unused fields of each instance; a REPL's lambda; a class's first function) goes to Spark's
+ * cleaner. Built by joins/spark/session.py for classic sessions; {@code TJ_SPARK_CONTEXT=spark}
+ * builds Spark's own.
  */
 public class LeanSparkContext extends SparkContext {
   private final Set<Class<?>> cleanLambdas = ConcurrentHashMap.newKeySet();
@@ -40,9 +42,6 @@ public class LeanSparkContext extends SparkContext {
   @Override
   public <F> F clean(F f, boolean checkSerializable) {
     if (once && f != null && cleanLambdas.contains(f.getClass())) {
-      if (checkSerializable) {
-        ensureSerializable(f);
-      }
       skipped.increment();
       return f;
     }
@@ -74,24 +73,5 @@ public class LeanSparkContext extends SparkContext {
     String name = cls.getName();
     return cls.isSynthetic() && name.contains("$$Lambda")
         && !name.startsWith("$line") && !name.startsWith("ammonite.");
-  }
-
-  /** Spark's own check (SparkClosureCleaner.clean): the function serializes as a task would. */
-  private static void ensureSerializable(Object f) {
-    SparkEnv env = SparkEnv.get();
-    if (env == null) {
-      return;
-    }
-    try {
-      env.closureSerializer().newInstance().serialize(f, ClassTag$.MODULE$.AnyRef());
-    } catch (Exception e) {
-      throw LeanSparkContext.<RuntimeException>unchecked(new SparkException("Task not serializable", e));
-    }
-  }
-
-  /** Throws a checked exception unchecked, as Scala code (Spark's cleaner) does. */
-  @SuppressWarnings("unchecked")
-  private static <T extends Throwable> T unchecked(Throwable t) throws T {
-    throw (T) t;
   }
 }
