@@ -19,6 +19,7 @@ LEAN_CLASS = "LeanSparkContext"
 
 
 def wanted() -> bool:
+    """Whether sessions this process builds should run on the engine's context."""
     return os.environ.get(ENV, "lean").strip().lower() != "spark"
 
 

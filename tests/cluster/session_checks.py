@@ -18,6 +18,7 @@ import pytest
 from joins.asof import asof_join
 from joins.errors import ConfigError
 from joins.spark.connect import is_connect
+from joins.spark.context import is_lean
 
 pytestmark = pytest.mark.spark
 
@@ -64,6 +65,8 @@ def test_the_session_is_the_clusters(spark: Any) -> None:
         assert spark.sparkContext.master == MASTER
         # get_spark ships the engine's jar to the executors.
         assert "temporal-joins-jvm-" in spark.conf.get("spark.jars", "")
+        # and the driver, which cleans each lambda class once, has it on its class path.
+        assert is_lean(spark)
 
 
 def test_tasks_run_in_the_workers_executors_with_the_venv_and_this_checkout(spark: Any) -> None:

@@ -284,6 +284,10 @@ def test_history_retention_is_stored_with_the_table_and_checked(spark: Any, tmp_
     run_ingest(spark, src)
     assert read_history_retention(src.table) == 10_000
     assert table_properties(src.table)[RETENTION_PROPERTY] == "10000"
+    # In the creating commit: a commit of its own (delta-rs's) left a version without
+    # delta-spark's checksum, and the next commit replayed the log to list the table's files.
+    assert delta_version(src.table) == 0
+    assert (Path(src.table) / "_delta_log" / f"{0:020d}.crc").exists()
 
     land_jsonl(folder, "1.jsonl", ("b", 1_100, 2))
     other = source(tmp_path, retention=5_000)
