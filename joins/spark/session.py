@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -221,10 +222,7 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
             conf.update(local_fs_conf(settings.master, own, conf))
         for key, value in conf.items():
             builder = builder.config(key, value)
-        if settings.remote is None and wanted():
-            with lean_context():
-                session = builder.getOrCreate()
-        else:
+        with lean_context() if settings.remote is None and wanted() else nullcontext():
             session = builder.getOrCreate()
         if settings.remote is None:
             from pyspark import SparkContext

@@ -157,14 +157,14 @@ def _commit_versions(rows: DataFrame, path: str, *, source_id: str, batch_id: in
                      expected_version: int, history_retention_ms: int) -> CommitInfo:
     from joins.lake import AppTxn, write_delta
 
-    # The creating commit records the retention itself. (A commit of its own after it, by
-    # delta-rs, left that version without delta-spark's checksum, and the table's next commit
-    # replayed the whole log in Spark jobs to list its files.)
+    # The creating commit records the retention itself (`configuration` applies only to a write
+    # that creates the table). A commit of its own after it, by delta-rs, left that version
+    # without delta-spark's checksum, and the table's next commit replayed the whole log in
+    # Spark jobs to list its files.
     return write_delta(rows, path, mode="append", partition_by=list(PARTITION_BY),
                        app_txn=AppTxn(source_id, batch_id), expected_version=expected_version,
                        commit_message=f"versions of batch {batch_id} from {source_id}",
-                       configuration=retention_configuration(history_retention_ms)
-                       if expected_version == -1 else None)
+                       configuration=retention_configuration(history_retention_ms))
 
 
 def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: VersionedDeltaLayout, *,
