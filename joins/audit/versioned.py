@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from joins import lake
+from joins.spark.local_rows import local_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -54,8 +55,8 @@ def lookup_as_of(spark: SparkSession, item: PipelineInput, path: str,
 
     key_col = item.source.key_column
     key_type = item.source.key_columns[0].type
-    frame = spark.createDataFrame(
-        [(i, k, ts) for i, (k, ts) in enumerate(pairs)],
+    frame = local_rows(
+        spark, [(i, k, ts) for i, (k, ts) in enumerate(pairs)],
         f"_i long, {key_col} {SPARK_TYPES[key_type]}, as_of long")
     out = read_lookup_as_of(spark, path, _layout(item), frame, how="left")
     return [r.asDict() for r in out.orderBy(F.col("_i")).drop("_i").collect()]

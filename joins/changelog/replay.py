@@ -18,6 +18,7 @@ from joins.changelog.values import FIELD_TYPE, JsonValues, field_column
 from joins.core.fields import canonical_json
 from joins.core.keys import key_text
 from joins.microbatch import cut_batches
+from joins.spark.local_rows import local_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -40,7 +41,7 @@ def changelog_frame(spark: SparkSession, records: Sequence[Any],
                     values: JsonValues | None = None) -> DataFrame:
     """Records with `i`, `key`, `value`, `ts` as changelog rows; with `values`, plus one FIELD
     column per path of the value model (what an ingest with a declared schema extracts)."""
-    return spark.createDataFrame(changelog_rows(records, values), changelog_schema(values))
+    return local_rows(spark, changelog_rows(records, values), changelog_schema(values))
 
 
 def changelog_rows(records: Sequence[Any], values: JsonValues | None = None) -> list[tuple[Any, ...]]:

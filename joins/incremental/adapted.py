@@ -29,6 +29,7 @@ from joins import lake
 from joins.errors import ConfigError
 from joins.incremental.sources import Source
 from joins.spark.exprs import event_date
+from joins.spark.local_rows import local_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -104,7 +105,7 @@ class DeltaTableSource(Source):
 
     def schema(self, spark: SparkSession, version: int) -> StructType:
         del version  # the latest schema: a table's columns only ever widen
-        return self._adapt(spark.createDataFrame([], self._raw_schema())).schema
+        return self._adapt(local_rows(spark, [], self._raw_schema())).schema
 
     def _raw_schema(self) -> StructType:
         from pyspark.sql import types as T

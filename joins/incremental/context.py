@@ -16,6 +16,7 @@ from joins.incremental.layout import JoinRoot
 from joins.incremental.log import BatchPlan, VersionRange
 from joins.incremental.phases import PhaseClock
 from joins.spark.frames import checkpointed
+from joins.spark.local_rows import local_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -66,7 +67,7 @@ class StepContext:
         rng = self.range(role)
         source = self.sources[role]
         if rng.empty:
-            return self.spark.createDataFrame([], source.schema(self.spark, rng.last))
+            return local_rows(self.spark, [], source.schema(self.spark, rng.last))
         return source.changes(self.spark, rng.first - 1, rng.last)
 
     def change_stats(self, role: str) -> lake.ChangeStats | None:

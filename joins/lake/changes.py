@@ -23,6 +23,7 @@ from joins.lake.model import FileEntry
 from joins.lake.read import ORIGIN_FILE, ORIGIN_ROW, scan_files, stripped_path
 from joins.lake.schema import parse_partition_value
 from joins.lake.table import Snapshot, open_snapshot
+from joins.spark.local_rows import local_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -142,7 +143,7 @@ def _with_arrival(spark: SparkSession, loc: TableLocation, snap: Snapshot, files
                             "files; their arrival order cannot be packed into one long")
         places.append((stripped_path(loc.spark_path(f.entry.path)),
                        (f.version << _VERSION_SHIFT) | (ordinal << _FILE_SHIFT)))
-    base = spark.createDataFrame(places or [("", 0)], f"{ORIGIN_FILE} string, _tj_base long")
+    base = local_rows(spark, places or [("", 0)], f"{ORIGIN_FILE} string, _tj_base long")
     too_long = F.raise_error(F.lit(f"{loc}: a file holds more than {MAX_ROWS_PER_FILE} rows; "
                                    "their arrival order cannot be packed into one long"))
     unknown = F.raise_error(F.concat(F.lit(f"{loc}: no commit adds the file "), F.col(ORIGIN_FILE)))

@@ -13,13 +13,13 @@ expression of their own (an event day) are computed the same way in Python by th
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from joins.lake.small import MAX_ROWS, write_arrow
+from joins.spark.local_rows import local_rows, struct_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,10 +33,10 @@ def append_rows(spark: SparkSession, path: str, rows: Sequence[tuple[Any, ...]],
     from joins.lake.write import NEW_TABLE_PROPERTIES, write_delta
 
     if len(rows) > MAX_ROWS:
-        write_delta(spark.createDataFrame(list(rows), schema), path, mode="append",
+        write_delta(local_rows(spark, list(rows), schema), path, mode="append",
                     partition_by=partition_by)
         return
-    struct = _parsed(schema, spark)
+    struct = struct_of(spark, schema)
     data = pa.Table.from_pylist([dict(zip(struct.names, r, strict=True)) for r in rows],
                                 schema=to_arrow(struct))
     write_arrow(data, path, partition_by=partition_by, configuration=NEW_TABLE_PROPERTIES,
@@ -48,9 +48,3 @@ def to_arrow(struct: StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(struct)
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed(schema: str, spark: SparkSession) -> StructType:
-    # An empty frame's schema: Spark's own parser (one plan, once per schema and process).
-    return spark.createDataFrame([], schema).schema

@@ -43,6 +43,7 @@ from joins.lake.schema import (
 )
 from joins.lake.table import open_snapshot
 from joins.spark.exprs import ident
+from joins.spark.local_rows import local_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
@@ -118,7 +119,7 @@ def scan_files(spark: SparkSession, loc: TableLocation, schema: T.StructType,
         fields = [schema[c] for c in wanted]
         if origin:
             fields += [T.StructField(ORIGIN_FILE, T.StringType()), T.StructField(ORIGIN_ROW, T.LongType())]
-        return spark.createDataFrame([], T.StructType(fields))
+        return local_rows(spark, [], T.StructType(fields))
     data_schema = T.StructType([f for f in schema.fields if f.name not in partition_by])
     paths = [loc.spark_path(f.path) for f in files]
     if not partition_by:
@@ -195,7 +196,7 @@ def _join_partition_values(spark: SparkSession, loc: TableLocation, data_schema:
         + [T.StructField(p, schema[p].dataType, True) for p in partition_by])
     rows = [(stripped_path(path), True, *[f.partition_values.get(p) for p in partition_by])
             for f, path in zip(files, paths, strict=True)]
-    mapping = spark.createDataFrame(rows, mapping_schema)
+    mapping = local_rows(spark, rows, mapping_schema)
     # Scheme and authority dropped, so that it matches the mapping's decoded path.
     data = spark.read.schema(data_schema).parquet(*paths).withColumn(
         _FILE_KEY, F.regexp_replace(_decoded_file(), _URI_PREFIX, ""))

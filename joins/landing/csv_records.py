@@ -19,6 +19,7 @@ from joins.landing.numbering import FileCells, arrivals_by_file
 from joins.landing.read_failures import LandingReadError
 from joins.landing.spec import SPARK_TYPES, LandingSpec
 from joins.landing.text import RECORD, RECORD_PROBLEM, empty_cells, no_cells, problem_col, wrong_type
+from joins.spark.local_rows import local_rows
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
 from joins.versioned.spark_store import ARRIVAL
 
@@ -59,7 +60,7 @@ def csv_records(spark: SparkSession, files: Sequence[str], spec: LandingSpec) ->
     """(_fi, _idx, _row, _raw, _fields, _problem) of every record of `files` (`_fi` = position
     in `files`); `_idx` -1 marks a file that could not be read, -2 a read that failed for a
     reason not the file's (`read_failures`): one row each, its reason in `_problem`."""
-    listing = spark.createDataFrame(list(enumerate(files)), "_fi int, _path string")
+    listing = local_rows(spark, list(enumerate(files)), "_fi int, _path string")
     listing = listing.repartition(min(len(files), 256), "_fi")
     return listing.mapInArrow(_parse_files(spec.csv_delimiter, spec.max_record_bytes), _RECORDS)
 

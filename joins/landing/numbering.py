@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from joins.spark.local_rows import local_rows
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -31,4 +33,4 @@ def arrivals_by_file(spark: SparkSession, counts: Sequence[tuple[int, str, int]]
     for position, name, n in sorted(counts):
         rows.append((position, name, base))
         base += n
-    return spark.createDataFrame(rows, "_fi int, _name string, _base long")
+    return local_rows(spark, rows, "_fi int, _name string, _base long")

@@ -26,6 +26,7 @@ from joins.landing.numbering import FileCells, arrivals_by_file
 from joins.landing.parquet_values import Suspect, files_with_large_rows, suspect_of, unreadable
 from joins.landing.spec import SPARK_TYPES, LandingSpec
 from joins.landing.text import RECORD, RECORD_PROBLEM, no_cells, problem_col, too_large
+from joins.spark.local_rows import local_rows
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
 from joins.versioned.spark_store import ARRIVAL
 
@@ -177,7 +178,7 @@ def parquet_cells(spark: SparkSession, files: Sequence[str], spec: LandingSpec) 
     names = display_names([r["_fp"] for r in counts], ordered)
     offsets = arrivals_by_file(spark, [(names[r["_fp"]][0], names[r["_fp"]][1], int(r["n"]))
                                        for r in counts])
-    by_path = spark.createDataFrame([(sp, names[sp][0]) for sp in names], "_fp string, _fi int")
+    by_path = local_rows(spark, [(sp, names[sp][0]) for sp in names], "_fp string, _fi int")
     out = cells.join(F.broadcast(by_path), on="_fp").join(F.broadcast(offsets), on="_fi").select(
         F.col("_name").alias(SOURCE_FILE), (F.col("_ri") + 1).alias(SOURCE_ROW),
         (F.col("_base") + F.col("_ri")).alias(ARRIVAL),

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from joins.landing.read_failures import LandingReadError
+from joins.spark.local_rows import local_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -21,7 +22,7 @@ def refused_files(spark: SparkSession, rows: Sequence[tuple[Any, ...]], ddl: str
     arguments, typed by the Spark DDL `ddl`) whose `problem` is not None; no job without rows."""
     if not rows:
         return {}
-    listing = spark.createDataFrame(list(rows), ddl)
+    listing = local_rows(spark, list(rows), ddl)
     names = listing.columns
 
     def judge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

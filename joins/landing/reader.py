@@ -27,6 +27,7 @@ from joins.landing.parquet import parquet_cells
 from joins.landing.read_failures import raise_if_store_failed, read_error_text
 from joins.landing.spec import LandingSpec, require_spec
 from joins.landing.text import json_cells, no_cells, numbered_lines
+from joins.spark.local_rows import local_rows
 from joins.versioned.quarantine import (
     KIND_BAD_FILE,
     KIND_BAD_RECORD,
@@ -132,7 +133,7 @@ def _jsonl_cells(spark: SparkSession, files: list[str], spec: LandingSpec) -> Fi
 def _file_rows(spark: SparkSession, bad_files: Sequence[tuple[str, str]]) -> DataFrame:
     rows = [(None, WHOLE_FILE, bad_file_reason(path, problem), path, None, None, KIND_BAD_FILE)
             for path, problem in bad_files]
-    return spark.createDataFrame(rows, f"{ARRIVAL} long, field string, reason string, "
+    return local_rows(spark, rows, f"{ARRIVAL} long, field string, reason string, "
                                        f"{SOURCE_FILE} string, {SOURCE_ROW} long, record string, "
                                        f"kind string")
 

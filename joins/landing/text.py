@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from joins.landing.files import display_names, reader_options, spark_path
 from joins.landing.numbering import FileCells
 from joins.landing.spec import SPARK_TYPES, LandingSpec
+from joins.spark.local_rows import local_rows
 from joins.versioned.quarantine import SOURCE_FILE, SOURCE_ROW
 from joins.versioned.spark_store import ARRIVAL
 
@@ -84,8 +85,8 @@ def numbered_lines(spark: SparkSession, files: Sequence[str]
                         arrival_base))
         row_base[fp] = row_base.get(fp, 0) + int(r["n"])
         arrival_base += int(r["n"])
-    offsets_df = spark.createDataFrame(
-        offsets, "_fp string, _blk long, _first long, _name string, _row_base long, _arr_base long")
+    offsets_df = local_rows(
+        spark, offsets, "_fp string, _blk long, _first long, _name string, _row_base long, _arr_base long")
     pos = F.col("_mid") - F.col("_first")
     lines = raw.join(F.broadcast(offsets_df), on=["_fp", "_blk"]).select(
         F.col("_name").alias(SOURCE_FILE),
@@ -175,4 +176,4 @@ def empty_cells(spark: SparkSession, spec: LandingSpec) -> DataFrame:
               f"{RECORD_PROBLEM} string"]
     for name, typ in spec.checked_columns():
         fields += [f"{name} {SPARK_TYPES[typ]}", f"{problem_col(name)} string"]
-    return spark.createDataFrame([], ", ".join(fields))
+    return local_rows(spark, [], ", ".join(fields))

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from joins.spark.local_rows import local_rows
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -125,7 +127,7 @@ def prefix_stream_time(df: DataFrame, *, ts_col: str, seq_col: str, stream_time_
         high = max_opt(running, None if block_max is None else int(block_max))
         blocks.append(Block(index, running, high))
         running = high
-    carries = spark.createDataFrame([(b.index, b.carry) for b in blocks],
+    carries = local_rows(spark, [(b.index, b.carry) for b in blocks],
                                     f"{BLOCK} long, {_CARRY} long")
     frame = (blocked.join(F.broadcast(carries), on=BLOCK, how="left")
              .withColumn(P_BEFORE, F.greatest(F.col(_CARRY), before_in_block))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from joins.spark.local_rows import local_rows
 from joins.versioned.spark_store import ARRIVAL, TS
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def with_stream_time(changelog: DataFrame, *, stream_time_before: int | None,
         carry_rows.append((blk, running))
         if block_max is not None:
             running = int(block_max) if running is None else max(running, int(block_max))
-    carries = spark.createDataFrame(carry_rows, "_block long, _carry long")
+    carries = local_rows(spark, carry_rows, "_block long, _carry long")
     return _finish(blocked.join(F.broadcast(carries), on="_block", how="left"), in_block,
                    ts_col, arrival_col)
 

@@ -52,6 +52,7 @@ from joins.operators.interval_join.pairs import (
     SUB,
 )
 from joins.operators.interval_join.timeline import Timeline
+from joins.spark.local_rows import local_rows
 from joins.sql import SIDES, Side
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ def watermark_rows(spark: SparkSession, layout: JoinLayout, timeline: Timeline) 
              order[c], 0, 2 * q + 1, 1 + order[c]) for q, c, value in timeline.emitted]
     if not rows:
         return None
-    return spark.createDataFrame(rows, f"{KIND} string, {WM_KEY} string, {WM_TS} long, "
+    return local_rows(spark, rows, f"{KIND} string, {WM_KEY} string, {WM_TS} long, "
                                       f"{EMIT_POS} long, {EMIT_PHASE} int, {ORDER_BATCH} long, "
                                       f"{ORDER_POS} long, {ORDER_SEQ} long, {SLOT} long, {SUB} long")
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from joins.operators.stream_table_join.columns import EMIT_SEQ, LATE, REASON, TABLE_KEY
 from joins.operators.stream_table_join.late import late_reason
+from joins.spark.local_rows import local_rows
 from joins.versioned.prefix import (
     BLOCK,
     DEFAULT_BLOCK_ROWS,
@@ -279,7 +280,7 @@ def _evicted_by_later_put(queries: DataFrame, puts: DataFrame, blocks: tuple[Blo
                    .select(*keep, F.lit(index).cast("long").alias(_QBLOCK), x.alias(_V),
                            F.lit(1).alias(_KIND)))
     else:
-        spans = spark.createDataFrame(intervals, f"{_QBLOCK} long, {_LO} long, {_HI} long")
+        spans = local_rows(spark, intervals, f"{_QBLOCK} long, {_LO} long, {_HI} long")
         located = (queries.join(F.broadcast(spans), (x > F.col(_LO)) & (x <= F.col(_HI)))
                    .select(*keep, F.col(_QBLOCK), x.alias(_V), F.lit(1).alias(_KIND)))
     setters = puts.where(F.col(P_BEFORE).isNull() | (F.col(ts) > F.col(P_BEFORE))).select(

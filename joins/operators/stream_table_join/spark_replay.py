@@ -28,6 +28,7 @@ from joins.operators.stream_table_join.columns import BATCH_ID, EMIT_SEQ, REASON
 from joins.operators.stream_table_join.reference import METRIC_NAMES
 from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTableRecord
 from joins.operators.stream_table_join.state import JoinPaths
+from joins.spark.local_rows import local_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,7 +78,7 @@ def _land_table(spark: SparkSession, spec: StreamTableJoinSpec, records: Sequenc
     rows = _changelog_rows(records)
     from joins.versioned.ingest import ingest_changelog
 
-    report = ingest_changelog(spark, spark.createDataFrame(rows, CHANGELOG_SCHEMA), _layout(spec),
+    report = ingest_changelog(spark, local_rows(spark, rows, CHANGELOG_SCHEMA), _layout(spec),
                               versions_path=table_source, quarantine_path=table_quarantine,
                               source_id=SOURCE_ID, batch_id=batch, rows_at_most=len(rows))
     return report.expired

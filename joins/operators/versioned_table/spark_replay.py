@@ -29,6 +29,7 @@ from joins.core.operator import Item
 from joins.microbatch import cut_batches
 from joins.operators.versioned_table.spec import GetOp, PutOp, VersionedTableOp, VersionedTableSpec
 from joins.query.versioned import VersionedTableRef, get_in, history_in, versions_at
+from joins.spark.local_rows import local_rows
 from joins.versioned.spark_store import ARRIVAL, BATCH_ID, TS_MAX_MS, VersionedDeltaLayout
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class TableReplay:
         from joins.versioned.ingest import ingest_changelog
 
         rows = [(key_text(p.key), value_text(p.value), p.ts, p.value is None, p.i) for p in puts]
-        report = ingest_changelog(self.spark, self.spark.createDataFrame(rows, CHANGELOG_SCHEMA),
+        report = ingest_changelog(self.spark, local_rows(self.spark, rows, CHANGELOG_SCHEMA),
                                   self.table.layout, versions_path=self.table.path,
                                   quarantine_path=self.quarantine, source_id=SOURCE_ID,
                                   batch_id=batch, rows_at_most=len(rows))
