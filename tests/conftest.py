@@ -31,8 +31,7 @@ JVM_TEST_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+
 SESSION_JVM_OPTIONS = os.environ.get(
     "TJ_SESSION_JVM_OPTIONS",
     "-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000 "
-    "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000 -Xmn512m "
-    "-XX:MetaspaceSize=256m")
+    "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000")
 os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_TEST_OPTIONS)
 
 
@@ -59,7 +58,6 @@ TEST_SPARK_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.adaptive.enabled": "false",
-    "spark.buffer.pageSize": "1m",
 }
 
 
