@@ -24,14 +24,18 @@ budget.register_profiles()   # default, ci (derandomized), long: tests/budget.py
 # whole run, where C2's code may pay back: it keeps the tiered JIT (SESSION_JVM_OPTIONS), with
 # C2 kept for methods ten times hotter than by default: three Spark test files in one JVM took
 # 243 s of JVM CPU against 269 s (C2's threads 39 s against 80 s), run side by side; C1 only 294 s,
-# thresholds 40 times the default 252 s. One collector thread, not G1's concurrent ones. The `java`
+# thresholds 40 times the default 252 s. One collector thread, not G1's concurrent ones, with a
+# 512 MB young generation and metaspace room for Spark's classes (no full collections while they
+# load): with the 1 MB memory pages of TEST_SPARK_CONF, the two sessions' collector took 67 s of
+# a CI run against about 155 s (docs/testing.md). The `java`
 # launcher reads JDK_JAVA_OPTIONS (and says so on stderr); TJ_SESSION_JVM_OPTIONS replaces the
 # session's options (to measure others).
 JVM_TEST_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 SESSION_JVM_OPTIONS = os.environ.get(
     "TJ_SESSION_JVM_OPTIONS",
     "-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000 "
-    "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000")
+    "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000 -Xmn512m "
+    "-XX:MetaspaceSize=256m")
 os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_TEST_OPTIONS)
 
 
@@ -58,6 +62,10 @@ TEST_SPARK_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.adaptive.enabled": "false",
+    # Spark sizes a memory page from the heap (16 MB for a 2 GB driver), and each broadcast hash
+    # table of a few rows keeps one until a full collection lets the context cleaner drop its
+    # broadcast: 400-600 MB of a session's live heap after replays, 27 MB with 1 MB pages.
+    "spark.buffer.pageSize": "1m",
 }
 
 
