@@ -60,8 +60,13 @@ def arrow_table(rows: Sequence[Sequence[Any]], struct: StructType) -> pa.Table:
     if bad is not None:
         raise ValueError(f"a row has {len(bad)} values for the {width} fields {struct.names}: {bad!r}")
     columns = list(zip(*rows, strict=True)) if rows else [()] * width
-    return pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow, strict=True)],
-                                schema=arrow)
+    arrays = []
+    for values, field in zip(columns, arrow, strict=True):
+        try:
+            arrays.append(pa.array(list(values), type=field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise ValueError(f"field {field.name!r} ({field.type}): {exc}") from None
+    return pa.Table.from_arrays(arrays, schema=arrow)
 
 
 def _has_timestamps(struct: StructType) -> bool:

@@ -42,6 +42,11 @@ def test_a_row_of_the_wrong_width_is_named(spark: Any) -> None:
         local_rows(spark, [("x", 1), ("x",)], "k string, ts long")
 
 
+def test_a_value_of_the_wrong_type_names_its_field(spark: Any) -> None:
+    with pytest.raises(ValueError, match=r"field 'ts' \(int64\): .*'soon'"):
+        local_rows(spark, [("x", 1), ("y", "soon")], "k string, ts long")
+
+
 def test_timestamps_keep_pysparks_reading(spark: Any) -> None:
     when = dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.UTC)
     frame = local_rows(spark, [(when,)], "t timestamp")
