@@ -16,14 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from joins.lake.small import MAX_ROWS, write_arrow
-from joins.spark.local_rows import local_rows, struct_of
+from joins.spark.local_rows import arrow_table, local_rows, struct_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.types import StructType
 
 
 def append_rows(spark: SparkSession, path: str, rows: Sequence[tuple[Any, ...]], schema: str, *,
@@ -36,15 +33,7 @@ def append_rows(spark: SparkSession, path: str, rows: Sequence[tuple[Any, ...]],
         write_delta(local_rows(spark, list(rows), schema), path, mode="append",
                     partition_by=partition_by)
         return
-    struct = struct_of(spark, schema)
-    data = pa.Table.from_pylist([dict(zip(struct.names, r, strict=True)) for r in rows],
-                                schema=to_arrow(struct))
+    data = arrow_table(rows, struct_of(spark, schema))
     write_arrow(data, path, partition_by=partition_by, configuration=NEW_TABLE_PROPERTIES,
                 skip_empty=True)
 
-
-def to_arrow(struct: StructType) -> pa.Schema:
-    """The Arrow schema Spark writes a struct type as."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(struct)
