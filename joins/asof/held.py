@@ -57,7 +57,7 @@ HELD_MAX_ROWS = 4_000_000
 HELD_MAX_BYTES = 256 << 20
 # A history of more versions than this is read at a holder's second batch in the process, not
 # its first (which returns None: the caller narrows, as a one-off batch should): reading 10M
-# versions into a window takes 8-15 s here, a batch that narrows them about 1 s, so the read
+# versions into a window takes 5-14 s here, a batch that narrows them about 1 s, so the read
 # pays only for a process that runs batches on (a replay, the warm run worker, a stream).
 FIRST_READ_MAX_ROWS = 1_000_000
 _SEEN: set[tuple[str, str]] = set()
@@ -190,7 +190,8 @@ def _window(plan: AsOfPlan, held: HeldTable, key: str) -> tuple[int, DataFrame] 
     if plan.ts_kind != "integral":
         return None
     history = held.history()
-    start = window_start(history, key=plan.table_key, ts=plan.table_ts, budget=held.max_rows // 2)
+    start = window_start(history, key=plan.table_key, ts=plan.table_ts, budget=held.max_rows // 2,
+                         rows=held.rows)
     if start is None:
         _NOT_HELD.add((key, held.table_id))
         return None
