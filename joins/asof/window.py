@@ -39,6 +39,8 @@ _ACCURACY = 10_000
 # headroom, and a start only decides what is held, never an answer.
 SAMPLE_MIN_ROWS = 1_000_000
 SAMPLE_EVERY = 64
+# The rank's column, named so that no table column is taken for it.
+_RANK = "_tj_window_rank"
 
 
 def window_start(history: DataFrame, *, key: str, ts: str, budget: int,
@@ -81,7 +83,7 @@ def window_frame(history: DataFrame, *, key: str, ts: str, sequence: tuple[str, 
         SELECT {cols} FROM {{history}} WHERE {t} >= {start} OR {t} IS NULL
         UNION ALL
         SELECT {cols} FROM (
-            SELECT *, row_number() OVER (PARTITION BY {k} ORDER BY {latest_first}) AS _rank
+            SELECT *, row_number() OVER (PARTITION BY {k} ORDER BY {latest_first}) AS {_RANK}
             FROM {{history}} WHERE {t} < {start} AND {k} IS NOT NULL)
-        WHERE _rank = 1"""
+        WHERE {_RANK} = 1"""
     return history.sparkSession.sql(query, history=history)
