@@ -52,20 +52,19 @@ def window_start(history: DataFrame, *, key: str, ts: str, budget: int,
     sampled."""
     k, t = ident(key), ident(ts)
     fractions = ", ".join(str(f) for f in _FRACTIONS)
-    sampled = t
-    if rows is not None and rows >= SAMPLE_MIN_ROWS:
-        sampled = f"CASE WHEN pmod(xxhash64({k}, {t}), {SAMPLE_EVERY}) = 0 THEN {t} END"
+    sampling = rows is not None and rows >= SAMPLE_MIN_ROWS
+    sampled = f"CASE WHEN pmod(xxhash64({k}, {t}), {SAMPLE_EVERY}) = 0 THEN {t} END" if sampling else t
     row = history.selectExpr(
         "count(1) AS n", f"approx_count_distinct({k}) AS keys",
         f"percentile_approx({sampled}, array({fractions}), {_ACCURACY}) AS q").first()
-    if row is not None and row["n"] and row["q"] is None and sampled != t:
+    if sampling and row is not None and row["n"] and row["q"] is None:
         # The hint was off (no sampled row had a ts): ask again without sampling.
         return window_start(history, key=key, ts=ts, budget=budget)
     if row is None or not row["n"] or row["q"] is None:
         return None
-    rows, keys = int(row["n"]), int(row["keys"])
+    n, keys = int(row["n"]), int(row["keys"])
     for fraction, start in zip(_FRACTIONS, row["q"], strict=True):
-        if start is not None and keys + rows * (1 - fraction) <= budget:
+        if start is not None and keys + n * (1 - fraction) <= budget:
             return int(start)
     return None
 
