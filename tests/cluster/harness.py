@@ -121,11 +121,15 @@ def wait_until(what: str, ready: Any, daemons: list[Daemon], timeout_s: float = 
 
 
 def _master_status(web_url: str) -> dict[str, Any] | None:
-    """The master's JSON view (workers, applications), or None while it does not answer."""
+    """The master's JSON view (workers, applications), or None while it does not answer.
+
+    While the master's web server starts, its HTML page at `/` can answer `/json/` before the
+    JSON context has started (seen once on a loaded machine): that answer means "not yet".
+    """
     try:
         with urllib.request.urlopen(f"{web_url}/json/", timeout=20) as resp:
             return dict(json.load(resp))
-    except OSError:
+    except (OSError, ValueError):
         return None
 
 
