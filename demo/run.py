@@ -175,11 +175,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return live([a for a in argv if a != "--live"])
     args = parser.parse_args(argv)
+    # Library warnings (beta APIs, Spark) are not the demo's output. Before the import below:
+    # pipelines.definitions builds the Definitions, and Dagster's beta notes with them, as it loads.
+    warnings.filterwarnings("ignore")
     from pipelines.definitions import lake_root_from_env
 
     root = lake_root(parser, Path(args.root or lake_root_from_env()).resolve())
-    # Library warnings (beta APIs, Spark) are not the demo's output.
-    warnings.filterwarnings("ignore")
     # The demo's data is tiny: few shuffle partitions mean few tasks per Spark job.
     os.environ.setdefault("TJ_SHUFFLE_PARTITIONS", "2")
     from runplatform.instance import prepare_dagster_home

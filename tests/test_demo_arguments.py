@@ -3,6 +3,8 @@ starts (no lake, no Spark)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +37,17 @@ def test_a_file_as_the_lake_root_is_refused(tmp_path: Path,
             main([*live, "--root", str(tmp_path / "lake")])
         assert stopped.value.code == 2
         assert f"the lake root {tmp_path / 'lake'} is a file, not a folder" in capsys.readouterr().err
+
+
+def test_the_command_says_only_its_error(tmp_path: Path) -> None:
+    # As a user runs it: the root is checked after the pipelines' Definitions are built, which
+    # is when Dagster prints its beta notes; the demo's output must not start with them.
+    (tmp_path / "lake").write_text("not a folder")
+    run = subprocess.run([sys.executable, "-m", "demo", "--root", str(tmp_path / "lake")],
+                         capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert run.returncode == 2, run.stderr
+    assert run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("usage: python -m demo"), run.stderr
+    assert "is a file, not a folder" in lines[1]
