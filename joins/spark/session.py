@@ -22,6 +22,9 @@ from joins.spark.delta_jars import DELTA_CONF
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+
 _lock = threading.Lock()
 _session: SparkSession | None = None
 _settings: SparkSettings | None = None
@@ -64,9 +67,9 @@ class SparkSettings:
         if self.remote is not None:
             return self
         path.mkdir(parents=True, exist_ok=True)
-        key = "spark.driver.extraJavaOptions"
-        options = " ".join(filter(None, [self.extra_conf.get(key), f"-Djava.io.tmpdir={path}"]))
-        return replace(self, extra_conf={**self.extra_conf, key: options})
+        options = " ".join(filter(None, [self.extra_conf.get(DRIVER_OPTIONS),
+                                         f"-Djava.io.tmpdir={path}"]))
+        return replace(self, extra_conf={**self.extra_conf, DRIVER_OPTIONS: options})
 
     def conf(self) -> dict[str, str]:
         conf = {
@@ -121,6 +124,11 @@ class SparkSettings:
                 # that cannot start fails every Python task, a user's own included.
                 conf["spark.python.daemon.module"] = "joins.spark.python_daemon"
         conf.update(self.extra_conf)
+        if self.remote is None:
+            # A session's driver JVM logs errors only from its start (the file says why); the
+            # caller's own driver options come after, so a -D of theirs wins.
+            conf[DRIVER_OPTIONS] = " ".join(filter(None, [
+                f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}", self.extra_conf.get(DRIVER_OPTIONS)]))
         return conf
 
 

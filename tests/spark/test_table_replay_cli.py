@@ -43,3 +43,7 @@ def test_the_command_in_a_child_process_checks_a_scenario_on_spark() -> None:
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "OK 004_stale_hash_record_at_a_time" in ran.stderr
     assert ran.stdout.strip(), "the command printed no output rows"
+    # The driver logs by the project's file (joins/spark/log4j2.properties): no start-up notes.
+    for note in ("Using Spark's default log4j profile", "Setting default log level",
+                 "NativeCodeLoader"):
+        assert note not in ran.stderr, ran.stderr[:2000]
