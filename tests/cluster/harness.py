@@ -123,8 +123,9 @@ def wait_until(what: str, ready: Any, daemons: list[Daemon], timeout_s: float = 
 def _master_status(web_url: str) -> dict[str, Any] | None:
     """The master's JSON view (workers, applications), or None while it does not answer.
 
-    While the master's web server starts, its HTML page at `/` can answer `/json/` before the
-    JSON context has started (seen once on a loaded machine): that answer means "not yet".
+    Once, on a loaded machine, the starting master answered `/json/` with its HTML page (why is
+    not established): an answer that is not JSON means "not yet", as no answer does; a master
+    that never gives JSON fails the wait with its log.
     """
     try:
         with urllib.request.urlopen(f"{web_url}/json/", timeout=20) as resp:
