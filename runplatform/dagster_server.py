@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from joins.spark.server import free_port
-from runplatform.dev import process_tmpdir
+from runplatform.dev import DAGSTER_DEV, process_tmpdir
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,11 +44,9 @@ class DagsterServer:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> DagsterServer:
-        if self.daemon:
-            cmd = [sys.executable, "-m", "dagster", "dev"]
-        else:
-            cmd = [str(Path(sys.executable).with_name("dagster-webserver"))]
-        cmd += ["-w", str(REPO / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(self.port)]
+        webserver = str(Path(sys.executable).with_name("dagster-webserver"))
+        cmd = [*(DAGSTER_DEV if self.daemon else [webserver]), "-w", str(REPO / "workspace.yaml"),
+               "-h", "127.0.0.1", "-p", str(self.port)]
         # Its own TMPDIR, removed in stop(): `dagster dev` removes its workspace file's folder
         # only when it exits on its own, not when its group is killed after the grace.
         self._scratch = contextlib.ExitStack()

@@ -122,6 +122,12 @@ def test_dev_serves_the_port_asked_for_and_stops_everything_within_10_s(tmp_path
         assert not list(scratch.iterdir()), "the run worker's temporary files were left behind"
         left_in_tmp = sorted(str(p.relative_to(tmpdir)) for p in tmpdir.rglob("*"))
         assert not left_in_tmp, f"temporary files left behind: {left_in_tmp}"
+        # The console carries no Dagster note about itself or the APIs the project uses on
+        # purpose (`dagster dev` superseded by `dg dev`; beta parameters: assets/beta_apis.py).
+        console = log.read_text(errors="replace")
+        notes = [line for line in console.splitlines()
+                 if "SupersessionWarning" in line or "BetaWarning" in line or "PreviewWarning" in line]
+        assert not notes, notes
     finally:
         # On a failure above, stop it as a user would (it stops the groups it started), then
         # kill whatever is left: `dagster dev` and the run worker lead groups of their own,
