@@ -4,7 +4,8 @@ prints for each use of them, silenced here.
 Every code location load and every demo or command run built the Definitions and printed some
 thirty of those notes (`./tj dev`'s console opened with them): about this project's code, which a
 user cannot act on. Only the notes about these APIs are silenced, by their text; Dagster's notes
-about anything else, a user's own code included, still show.
+about anything else, a user's own code included, still show, but for one Dagster raises about
+its own copies of sensors (`DAGSTER_OWN`).
 """
 
 from __future__ import annotations
