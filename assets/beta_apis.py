@@ -5,7 +5,7 @@ Every code location load and every demo or command run built the Definitions and
 thirty of those notes (`./tj dev`'s console opened with them): about this project's code, which a
 user cannot act on. Only the notes about these APIs are silenced, by their text; Dagster's notes
 about anything else, a user's own code included, still show, but for one Dagster raises about
-its own copies of sensors (`DAGSTER_OWN`).
+its own copies of sensors (`SENSOR_COPY_NOTE`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ USED = ("CodeReferencesMetadataValue", "LocalFileCodeReference", "multi_observab
 # stored as [] for none, and the beta check takes [] for owners given. The project's sensors name
 # none. The note reads the same for a sensor that does name owners, so a user's own sensor with
 # owners goes without it too: the one exception to "anything else still shows".
-DAGSTER_OWN = (r"^Parameter `owners` of initializer `SensorDefinition\.__init__` is currently in beta",)
+SENSOR_COPY_NOTE = r"^Parameter `owners` of initializer `SensorDefinition\.__init__` is currently in beta"
 
 
 def silence_notes_of_used_apis() -> None:
@@ -30,5 +30,4 @@ def silence_notes_of_used_apis() -> None:
         warnings.filterwarnings(
             "ignore", message=rf"^(Class |Function |Parameter |Specifying a )?`?{re.escape(name)}`?\b"
             r".*(currently in beta|currently in preview)")
-    for pattern in DAGSTER_OWN:
-        warnings.filterwarnings("ignore", message=pattern)
+    warnings.filterwarnings("ignore", message=SENSOR_COPY_NOTE)
