@@ -360,6 +360,17 @@ def test_the_readme_sql_is_the_demo_pipeline() -> None:
                            if k not in ("description", "quarantine_threshold")}
 
 
+def test_a_duration_option_spelled_as_the_ui_shows_it(tmp_path: Path) -> None:
+    from joins.pipeline.files import load_spec_file
+
+    sql = tmp_path / "orders_with_rates.sql"
+    sql.write_text("SET 'start_date' = '2024-03-01';\nSET 'grace_ms' = '30 min';\n"
+                   "SET 'rates.history_retention_ms' = '2 days 6 h';\n"
+                   + AS_OF.format(how="", on="o.currency = r.currency"))
+    spec = load_spec_file(sql, SOURCES)
+    assert (spec.grace_ms, spec.history_retention_ms) == (1_800_000, 194_400_000)
+
+
 def test_names_quoted_with_backticks_as_in_flink() -> None:
     quoted = plan("SET 'description' = 'it''s';\nSELECT * FROM `orders` AS `o` JOIN `rates` FOR "
                   "SYSTEM_TIME AS OF `o`.`ts` AS r ON o.`currency` = r.currency")

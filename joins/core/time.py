@@ -11,14 +11,24 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated
 
-from pydantic import Field, StrictInt
+from pydantic import BeforeValidator, Field, StrictInt
+
+from joins.core.human import parse_duration
 
 DAY_MS = 86_400_000
 # A spec's duration (grace, history retention, lag): Spark computes with it in 64-bit longs, where
 # a larger number would fail a batch (or change the column's type) that the reference, on
 # Python's integers, runs.
 MAX_DURATION_MS = 2**63 - 1
-DurationMs = Annotated[StrictInt, Field(ge=0, le=MAX_DURATION_MS)]
+
+
+def _spelled_duration(value: object) -> object:
+    # A spec may spell a duration as the UI shows it (`30 min`, `2 days 6 h`); any other value
+    # goes to the strict integer check unchanged (no float, bool or digit string coerced).
+    return parse_duration(value) if isinstance(value, str) else value
+
+
+DurationMs = Annotated[StrictInt, BeforeValidator(_spelled_duration), Field(ge=0, le=MAX_DURATION_MS)]
 _EPOCH_DAY = dt.date(1970, 1, 1)
 
 

@@ -221,6 +221,23 @@ def test_a_duration_beyond_a_long_is_refused(tmp_path, capsys) -> None:
     assert f"config.grace_ms: Input should be less than or equal to {2**63 - 1} (got {2**63})" in err
 
 
+def test_durations_spelled_as_the_ui_shows_them(tmp_path, capsys) -> None:
+    # `grace_ms: 30 min` reads as 1800000 ms; a spelling with no one meaning is refused at its line.
+    from joins.cli import EXIT_INVALID, EXIT_OK, main
+    from joins.pipeline import parse_pipeline_spec
+
+    spec = parse_pipeline_spec({**DEMO_SPEC, "grace_ms": "30 min", "history_retention_ms": "1 day"})
+    assert (spec.grace_ms, spec.history_retention_ms) == (1_800_000, 86_400_000)
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    _write_spec(specs, "a_orders.yaml", grace_ms="30 min", history_retention_ms="2 days 6 h")
+    assert main(["check", str(specs)]) == EXIT_OK
+    _write_spec(specs, "a_orders.yaml", grace_ms="30m")
+    assert main(["check", str(specs)]) == EXIT_INVALID
+    assert re.search(r"line \d+, config\.grace_ms: `m` could mean minutes or months: write `min` "
+                     r"for minutes \(got '30m'\)", capsys.readouterr().err)
+
+
 def test_check_suggests_the_choice_a_misspelt_value_meant(tmp_path, capsys) -> None:
     from joins.cli import EXIT_INVALID, main
 
