@@ -1,4 +1,5 @@
-"""Times and durations as a person reads them: ISO 8601 UTC instants, "30 min" / "1 day"."""
+"""Times and durations as a person reads and writes them: ISO 8601 UTC instants, `30 min`,
+`1 day`."""
 
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ _UNIT_NAMES = {
     "s": ("s", "sec", "secs", "second", "seconds"),
     "ms": ("ms", "millisecond", "milliseconds"),
 }
-_UNIT_MS = {spelling: dict(UNITS)[unit] for unit, names in _UNIT_NAMES.items() for spelling in names}
-_PART = re.compile(r"\s*(\d+)\s*([a-z]+)\s*")
+_UNIT_MS = {spelling: dict(UNITS)[unit]
+            for unit, names in _UNIT_NAMES.items() for spelling in names}
+_PART = re.compile(r"\s*([0-9]+)\s*([a-z]+)\s*")
 DURATION_HELP = ("a number of milliseconds (1800000) or a duration such as '30 min', '1 h' or "
                  "'2 days 6 h' (units: day, h, min, s, ms)")
 
