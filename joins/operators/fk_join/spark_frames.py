@@ -1,4 +1,4 @@
-"""The frames of one foreign-key micro-batch, wired (docs/fk_join.md, "a batch").
+"""The frames of one foreign-key micro-batch, wired (docs/fk_join.md, "One micro-batch").
 
     lhs log (the batch's left keys and the fan-out's subscribers) ─┐
     left changes ─▶ left window (per primary key) ─▶ left decided ─▶ messages
