@@ -1,0 +1,58 @@
+"""Every project file the docs and the code cite by path exists: a command a user copies from
+the docs runs on a file that is there, and a module's "see docs/x.md" leads somewhere."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CITING = ["README.md", "bench/README.md", "docs", "joins", "resources", "assets", "pipelines",
+          "runplatform", "demo", "bench", "tests"]
+CITED = re.compile(r"(?<![\w/.-])((?:docs|joins|tests|bench|pipelines|assets|resources|runplatform|demo)"
+                   r"/[\w/.-]*\.(?:py|md|yaml|yml|sql|json))\b")
+# Names in examples that stand for a user's file, not one of the project's.
+PLACEHOLDERS = {"tests/scenarios/FILE.json",                # `replay FILE`
+                "pipelines/specs_sql/stream_join.sql"}      # the file docs/sql.md has a user add
+
+
+def _citing_files() -> list[Path]:
+    files: list[Path] = []
+    for name in CITING:
+        path = ROOT / name
+        files += [path] if path.is_file() else sorted(
+            p for p in path.rglob("*") if p.suffix in (".md", ".py") and "results" not in p.parts)
+    return [f for f in files if f != Path(__file__).resolve()]   # its own examples cite no file
+
+
+def test_every_cited_path_exists() -> None:
+    missing = []
+    for file in _citing_files():
+        for number, line in enumerate(file.read_text().splitlines(), 1):
+            for cited in CITED.findall(line):
+                if cited not in PLACEHOLDERS and not (ROOT / cited).exists():
+                    missing.append(f"{file.relative_to(ROOT)}:{number}: {cited}")
+    assert not missing, "cited but not in the repository:\n" + "\n".join(missing)
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_every_relative_link_of_the_docs_resolves() -> None:
+    broken = []
+    for file in (f for f in _citing_files() if f.suffix == ".md"):
+        for number, line in enumerate(file.read_text().splitlines(), 1):
+            for target in LINK.findall(line):
+                if not re.match(r"[a-z]+:", target) and not (file.parent / target).exists():
+                    broken.append(f"{file.relative_to(ROOT)}:{number}: {target}")
+    assert not broken, "links to no file:\n" + "\n".join(broken)
+
+
+def test_the_pattern_finds_what_it_must() -> None:
+    # The check above can fail: a cited path is found inside prose, code spans and commands.
+    line = "see (docs/fk_join.md) and `joins/core/human.py`; replay tests/scenarios/x_y.json --check"
+    assert CITED.findall(line) == ["docs/fk_join.md", "joins/core/human.py",
+                                   "tests/scenarios/x_y.json"]
+    assert CITED.findall("../shared/scenarios/FORMAT.md and .venv/bin/x.py") == []
+    assert LINK.findall("[a](../x.md#part), [b](https://e.org/y), [c](y.md)") == [
+        "../x.md", "https://e.org/y", "y.md"]
