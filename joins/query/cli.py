@@ -47,7 +47,7 @@ def lake_of(args: argparse.Namespace) -> tuple[str, str]:
 def run(args: argparse.Namespace) -> None:
     """Answer the question on stdout; QueryError (JoinsError) for a question it cannot answer."""
     from joins.query import get, history, parse_key, parse_time, versioned_table
-    from joins.query.versioned import QueryError
+    from joins.query.versioned import QueryError, require_stored
 
     specs, root = lake_of(args)
     table = versioned_table(args.name, specs=specs, root=root)
@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> None:
                          "is valid in such an interval")
     if args.commit is not None and args.commit < 0:
         raise QueryError(f"--as-of-commit: Delta versions count from 0, got {args.commit}")
+    require_stored(table, args.commit)
     from joins.spark import get_spark
 
     spark = get_spark()

@@ -104,10 +104,10 @@ def _key_text(key: dict[str, Any]) -> str:
     return ",".join(str(v) for v in key.values())
 
 
-def versions_at(spark: SparkSession, table: VersionedTableRef, commit: int | None) -> DataFrame:
-    """The table's versions at Delta version `commit` (None: the latest), or QueryError naming the
-    commits it has. `get_in` / `history_in` answer from such a frame (a caller that narrows it,
-    such as the Spark replay's view of what a batch knew before an op, asks the same code)."""
+def require_stored(table: VersionedTableRef, commit: int | None) -> None:
+    """QueryError unless the table has been stored and has commit `commit` (None: any). Read
+    from the Delta log with delta-rs: a question about a table not there yet fails before a
+    Spark session starts."""
     from joins import lake
 
     if not lake.table_exists(table.path):
@@ -116,6 +116,15 @@ def versions_at(spark: SparkSession, table: VersionedTableRef, commit: int | Non
     latest = lake.delta_version(table.path)
     if commit is not None and (commit < 0 or latest is None or commit > latest):
         raise QueryError(f"table {table.name!r} has commits 0..{latest}; there is no commit {commit}")
+
+
+def versions_at(spark: SparkSession, table: VersionedTableRef, commit: int | None) -> DataFrame:
+    """The table's versions at Delta version `commit` (None: the latest), or QueryError naming the
+    commits it has. `get_in` / `history_in` answer from such a frame (a caller that narrows it,
+    such as the Spark replay's view of what a batch knew before an op, asks the same code)."""
+    from joins import lake
+
+    require_stored(table, commit)
     try:
         return lake.read_delta(spark, table.path, version=commit)
     except Exception as exc:   # a version whose files or log were vacuumed away

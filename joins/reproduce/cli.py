@@ -62,7 +62,7 @@ def parse_day(text: str) -> dt.date:
 
 def run(args: argparse.Namespace) -> Reproduction:
     """Reproduce and print; ReproduceError (a JoinsError) for a question it cannot answer."""
-    from joins.reproduce.engine import reproduce_batch, reproduce_day
+    from joins.reproduce.engine import completed_plan, reproduce_batch, reproduce_day
     from joins.spark import get_spark
 
     if args.batch is not None and args.commit is not None:
@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> Reproduction:
     day = None if args.day is None else parse_day(args.day)
     specs, root = lake_of(args)
     runtime = join_runtime(args.join, specs=specs, root=root)
+    if args.batch is not None:
+        completed_plan(runtime, args.batch)   # a batch that never ran fails before the session starts
     spark = get_spark()
     result = reproduce_batch(spark, runtime, args.batch) if day is None \
         else reproduce_day(spark, runtime, day, args.commit)

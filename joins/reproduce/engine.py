@@ -70,7 +70,9 @@ class Runtime:
         return f"{self.step.name}.{OUTPUT}"
 
 
-def _plan(rt: Runtime, batch_id: int) -> Any:
+def completed_plan(rt: Runtime, batch_id: int) -> Any:
+    """Batch `batch_id`'s plan record, or ReproduceError when it never completed (read from the
+    batch log with delta-rs: no Spark session needed)."""
     plan, done = rt.log.plan_record(batch_id), rt.log.done_record(batch_id)
     if plan is None or done is None:
         last = rt.log.tail().last_done
@@ -84,7 +86,7 @@ def _rerun(spark: SparkSession, rt: Runtime, batch_id: int,
            pins: dict[str, Any]) -> tuple[DataFrame | None, Callable[[], None]]:
     """Batch `batch_id`'s output rows as its step computes them again from its plan (nothing
     is committed), and what releases them; `pins` gets the versions it read."""
-    plan = _plan(rt, batch_id)
+    plan = completed_plan(rt, batch_id)
     for role, rng in plan.ranges.items():
         pins[role] = f"{rng.first}..{rng.last}" if not rng.empty else "nothing new"
         if not rng.empty:
@@ -99,7 +101,7 @@ def _rerun(spark: SparkSession, rt: Runtime, batch_id: int,
 
 def reproduce_batch(spark: SparkSession, rt: Runtime, batch_id: int) -> Reproduction:
     """Re-run micro-batch `batch_id` from its plan and compare with the rows it committed."""
-    _plan(rt, batch_id)
+    completed_plan(rt, batch_id)
     commit = batch_commit(rt.root.output, rt.output_app, batch_id)
     if commit is not None:
         require_version(rt.root.output, commit, f"{rt.join}'s output")
