@@ -28,7 +28,8 @@ def _spelled_duration(value: object) -> object:
     return parse_duration(value) if isinstance(value, str) else value
 
 
-DurationMs = Annotated[StrictInt, BeforeValidator(_spelled_duration), Field(ge=0, le=MAX_DURATION_MS)]
+DurationMs = Annotated[StrictInt, BeforeValidator(_spelled_duration),
+                       Field(ge=0, le=MAX_DURATION_MS)]
 _EPOCH_DAY = dt.date(1970, 1, 1)
 
 
