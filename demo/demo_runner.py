@@ -1,5 +1,5 @@
 """The demo's driver: ticks sensors and schedules in-process and executes what they ask for,
-recording the asset events of each run (`demo.py` tells the story, this runs it).
+recording the asset events of each run (`run.py` tells the story, this runs it).
 
 Ticks and runs are recorded in the instance under the code location `./tj dev` loads
 (`demo.recording`): the UI then shows the runs per job, and the ticks and cursors per

@@ -1,10 +1,13 @@
 """Every project file the docs and the code cite by path exists: a command a user copies from
-the docs runs on a file that is there, and a module's "see docs/x.md" leads somewhere."""
+the docs runs on a file that is there, and a module's "see docs/x.md" leads somewhere. Every
+dotted name the docs and the code cite in backticks (`joins.changelog.keyed_state`) imports."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 CITING = ["README.md", "bench/README.md", "docs", "joins", "resources", "assets", "pipelines",
@@ -48,6 +51,35 @@ def test_every_relative_link_of_the_docs_resolves() -> None:
     assert not broken, "links to no file:\n" + "\n".join(broken)
 
 
+NAME = re.compile(r"`((?:joins|assets|resources|pipelines|runplatform|tests|bench|demo)"
+                  r"(?:\.[A-Za-z_]\w*)+)(?:\(\))?`")
+
+
+def _resolves(name: str) -> bool:
+    """The longest importable module prefix of `name`, then its attributes."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: ModuleType | object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+def test_every_dotted_name_the_docs_and_docstrings_cite_imports() -> None:
+    unresolved = []
+    for file in _citing_files():
+        for number, line in enumerate(file.read_text().splitlines(), 1):
+            unresolved += [f"{file.relative_to(ROOT)}:{number}: {name}"
+                           for name in NAME.findall(line) if not _resolves(name)]
+    assert not unresolved, "cited but not importable:\n" + "\n".join(unresolved)
+
+
 def test_the_pattern_finds_what_it_must() -> None:
     # The check above can fail: a cited path is found inside prose, code spans and commands.
     line = "see (docs/fk_join.md) and `joins/core/human.py`; replay tests/scenarios/x_y.json --check"
@@ -56,3 +88,6 @@ def test_the_pattern_finds_what_it_must() -> None:
     assert CITED.findall("../shared/scenarios/FORMAT.md and .venv/bin/x.py") == []
     assert LINK.findall("[a](../x.md#part), [b](https://e.org/y), [c](y.md)") == [
         "../x.md", "https://e.org/y", "y.md"]
+    assert NAME.findall("`joins.core.human.duration()` and `joins.spark` but not `pyspark.sql`") \
+        == ["joins.core.human.duration", "joins.spark"]
+    assert _resolves("joins.core.human.duration") and not _resolves("joins.core.human.nothing")

@@ -2,7 +2,7 @@
 table): its commits play the part of landing files. Each version is "landed" once committed and
 taken by exactly one ingest batch, recorded in the batch log like a file (`v<version>`, zero-padded
 so that name order is version order); a batch reads the contiguous versions it planned, through
-`joins.landing.read_delta_changes` (the change data feed, or the appends)."""
+`joins.landing.reader.read_delta_changes` (the change data feed, or the appends)."""
 
 from __future__ import annotations
 

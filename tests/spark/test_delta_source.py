@@ -1,5 +1,5 @@
 """A user's Delta table, written with plain PySpark + delta-spark, read as a changelog source
-(`joins.landing.read_delta_changes`): the change data feed (deletes as tombstones at their
+(`joins.landing.reader.read_delta_changes`): the change data feed (deletes as tombstones at their
 commit's time, pre-images ignored), appends without it, TIMESTAMP event times, bad rows with
 the table and version as their source, and the refusal of a delete without the feed."""
 
