@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -19,22 +21,31 @@ PLACEHOLDERS = {"tests/scenarios/FILE.json",                # `replay FILE`
                 "pipelines/specs_sql/stream_join.sql"}      # the file docs/sql.md has a user add
 
 
-def _citing_files() -> list[Path]:
+@cache
+def _citing_files() -> dict[Path, list[str]]:
+    """Each citing file's lines, read once for every test here."""
     files: list[Path] = []
     for name in CITING:
         path = ROOT / name
         files += [path] if path.is_file() else sorted(
             p for p in path.rglob("*") if p.suffix in (".md", ".py") and "results" not in p.parts)
-    return [f for f in files if f != Path(__file__).resolve()]   # its own examples cite no file
+    # Its own examples cite no file.
+    return {f: f.read_text().splitlines() for f in files if f != Path(__file__).resolve()}
+
+
+def _cited(pattern: re.Pattern[str], *, docs_only: bool = False) -> Iterator[tuple[Path, str, str]]:
+    """(file, `file:line` for a message, what `pattern` found there) over every citing line."""
+    for file, lines in _citing_files().items():
+        if docs_only and file.suffix != ".md":
+            continue
+        for number, line in enumerate(lines, 1):
+            for found in pattern.findall(line):
+                yield file, f"{file.relative_to(ROOT)}:{number}", found
 
 
 def test_every_cited_path_exists() -> None:
-    missing = []
-    for file in _citing_files():
-        for number, line in enumerate(file.read_text().splitlines(), 1):
-            for cited in CITED.findall(line):
-                if cited not in PLACEHOLDERS and not (ROOT / cited).exists():
-                    missing.append(f"{file.relative_to(ROOT)}:{number}: {cited}")
+    missing = [f"{where}: {cited}" for _file, where, cited in _cited(CITED)
+               if cited not in PLACEHOLDERS and not (ROOT / cited).exists()]
     assert not missing, "cited but not in the repository:\n" + "\n".join(missing)
 
 
@@ -42,12 +53,8 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
 def test_every_relative_link_of_the_docs_resolves() -> None:
-    broken = []
-    for file in (f for f in _citing_files() if f.suffix == ".md"):
-        for number, line in enumerate(file.read_text().splitlines(), 1):
-            for target in LINK.findall(line):
-                if not re.match(r"[a-z]+:", target) and not (file.parent / target).exists():
-                    broken.append(f"{file.relative_to(ROOT)}:{number}: {target}")
+    broken = [f"{where}: {target}" for file, where, target in _cited(LINK, docs_only=True)
+              if not re.match(r"[a-z]+:", target) and not (file.parent / target).exists()]
     assert not broken, "links to no file:\n" + "\n".join(broken)
 
 
@@ -72,11 +79,7 @@ def _resolves(name: str) -> bool:
 
 
 def test_every_dotted_name_the_docs_and_docstrings_cite_imports() -> None:
-    unresolved = []
-    for file in _citing_files():
-        for number, line in enumerate(file.read_text().splitlines(), 1):
-            unresolved += [f"{file.relative_to(ROOT)}:{number}: {name}"
-                           for name in NAME.findall(line) if not _resolves(name)]
+    unresolved = [f"{where}: {name}" for _file, where, name in _cited(NAME) if not _resolves(name)]
     assert not unresolved, "cited but not importable:\n" + "\n".join(unresolved)
 
 

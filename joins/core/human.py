@@ -45,8 +45,7 @@ _UNIT_NAMES = {
     "s": ("s", "sec", "secs", "second", "seconds"),
     "ms": ("ms", "millisecond", "milliseconds"),
 }
-_UNIT_MS = {spelling: dict(UNITS)[unit]
-            for unit, names in _UNIT_NAMES.items() for spelling in names}
+_UNIT_MS = {spelling: size for unit, size in UNITS for spelling in _UNIT_NAMES[unit]}
 _PART = re.compile(r"\s*([0-9]+)\s*([a-z]+)\s*")
 DURATION_HELP = ("a number of milliseconds (1800000) or a duration such as '30 min', '1 h' or "
                  "'2 days 6 h' (units: day, h, min, s, ms)")
