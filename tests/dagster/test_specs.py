@@ -30,8 +30,9 @@ def test_demo_spec_builds_its_assets_and_a_microbatch_job(spec_dict: dict[str, A
 def test_engine_spec_carries_the_join_settings(spec_dict: dict[str, Any]) -> None:
     spec = parse_pipeline_spec(spec_dict)
     engine = spec.engine_spec()
-    assert (engine.join, engine.grace_ms, engine.late) == ("left", spec_dict["grace_ms"], "join")
-    assert engine.table.versioned and engine.table.history_retention_ms == spec_dict["history_retention_ms"]
+    # The demo's YAML spells them `30 min` and `1 day`.
+    assert (engine.join, engine.grace_ms, engine.late) == ("left", 1_800_000, "join")
+    assert engine.table.versioned and engine.table.history_retention_ms == 86_400_000
     assert spec.start_date == dt.date(2024, 3, 1)
 
 

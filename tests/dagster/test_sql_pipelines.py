@@ -15,7 +15,7 @@ import yaml
 
 from joins.ingest import run_ingest
 from joins.lake import read_delta
-from joins.pipeline import PipelineLayout, load_spec_folder
+from joins.pipeline import PipelineLayout, load_spec_folder, parse_pipeline_spec
 from joins.pipeline.files import LoadedSpecs, resolved_spec
 from joins.pipeline.spec import PipelineSpec
 from pipelines.definitions import DEMO_SPEC, SPECS_DIR, build_definitions
@@ -38,8 +38,12 @@ def test_each_demo_pipeline_in_sql_is_its_yaml_spec(name: str) -> None:
 
 
 def test_a_resolved_sql_spec_is_the_demo_spec() -> None:
-    """The one self-contained mapping Python callers build a pipeline from, from either file."""
-    assert resolved_spec(SQL_SPECS / "orders_with_rates.sql") == DEMO_SPEC
+    """The one self-contained mapping Python callers build a pipeline from, from either file:
+    the same spec once parsed (the YAML spells its durations, `30 min`; the SQL's intervals
+    resolve to milliseconds)."""
+    sql = resolved_spec(SQL_SPECS / "orders_with_rates.sql")
+    assert sql["grace_ms"] == 1_800_000 and DEMO_SPEC["grace_ms"] == "30 min"
+    assert parse_pipeline_spec(sql) == parse_pipeline_spec(DEMO_SPEC)
 
 
 def _shape(defs: dg.Definitions) -> dict[str, Any]:
