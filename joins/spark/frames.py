@@ -15,6 +15,7 @@ file would come out as several.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -83,3 +84,29 @@ def release_checkpoint(df: DataFrame) -> None:
     plan = jdf.queryExecution().analyzed()
     if str(plan.nodeName()) == "LogicalRDD":
         plan.rdd().unpersist(False)
+
+
+@dataclass
+class SharedFrames:
+    """A batch's frames that several later frames and writes read, each computed once: checkpointed
+    lazily when the batch is small (`checkpoint`, from `worth_checkpointing`), so that every
+    plan built on one is analysed from a leaf rather than from the whole plan under it; cached
+    otherwise. Lazily, because each is first read by a later frame's job or by a write: a
+    checkpoint job of its own would only add a job. `release` frees them all once the batch's
+    writes are done."""
+
+    checkpoint: bool
+    frames: list[DataFrame] = field(default_factory=list)
+
+    def keep(self, df: DataFrame) -> DataFrame:
+        kept = checkpointed(df, eager=False) if self.checkpoint else df.persist()
+        self.frames.append(kept)
+        return kept
+
+    def release(self) -> None:
+        for df in self.frames:
+            if self.checkpoint:
+                release_checkpoint(df)
+            else:
+                df.unpersist()
+        self.frames.clear()

@@ -15,7 +15,7 @@ the state writes and the subscription write all read them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from joins.changelog import keyed_state
@@ -58,7 +58,7 @@ from joins.operators.fk_join.spark_sides import (
     timeline,
     update_rows,
 )
-from joins.spark.frames import checkpointed, release_checkpoint, worth_checkpointing
+from joins.spark.frames import SharedFrames, worth_checkpointing
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -71,28 +71,20 @@ if TYPE_CHECKING:
 @dataclass
 class BatchFrames:
     """What a batch computed; `left` / `right`: decided update rows (None: no changes).
-    `checkpoint`: materialize shared frames by a local checkpoint instead of the cache."""
+    `shared`: the frames several later ones read (the subscriptions read, the lhs rows, both
+    sides' decided rows), each computed once."""
 
+    shared: SharedFrames
     left: DataFrame | None = None
     right: DataFrame | None = None
     messages: DataFrame | None = None
     guarded: DataFrame | None = None
-    checkpoint: bool = False
-    cached: list[DataFrame] = field(default_factory=list)
 
     def cache(self, df: DataFrame) -> DataFrame:
-        # Lazy: every frame here is first read by a later frame's broadcast or by a write, so a
-        # checkpoint job of its own would only add a job (a single-record batch had four).
-        kept = checkpointed(df, eager=False) if self.checkpoint else df.persist()
-        self.cached.append(kept)
-        return kept
+        return self.shared.keep(df)
 
     def release(self) -> None:
-        for df in self.cached:
-            if self.checkpoint:
-                release_checkpoint(df)
-            else:
-                df.unpersist()
+        self.shared.release()
 
 
 def _union(parts: list[DataFrame]) -> DataFrame:
@@ -127,7 +119,7 @@ def batch_frames(ctx: StepContext, spec: FkJoinSpec, cols: FkColumns,
     from pyspark.sql import functions as F
 
     # The shared frames hold both sides' new rows: sized by their sum.
-    frames = BatchFrames(checkpoint=worth_checkpointing(ctx.new_rows("left", "right")))
+    frames = BatchFrames(SharedFrames(worth_checkpointing(ctx.new_rows("left", "right"))))
     new_left, new_right = marked.get("left"), marked.get("right")
     left_struct = state_struct("left", types["left"], fk_type)
     left_absent = state_struct("left", types["left"], fk_type, present=False)

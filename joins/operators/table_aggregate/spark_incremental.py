@@ -33,6 +33,7 @@ from joins.changelog.values import JsonValues, TypedValues, key_order
 from joins.incremental import Outcome, StateTable, StepContext, StepResult, Written
 from joins.operators.table_aggregate.spark_fold import ACC, COUNTS, KEY, fold, updates_of
 from joins.operators.table_aggregate.spark_groups import GROUP, count_deltas, member_values, touched
+from joins.spark.frames import SharedFrames, worth_checkpointing
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -82,7 +83,9 @@ class TableAggregateStep:
                              self.values, cols)
         members_log = ctx.state(MEMBERS)
         state = keyed_state(members_log, updates, key, keys_key=KEY)
-        folded = fold(updates, state, spec, key).persist()
+        # The folded updates and the groups' results are each read by several frames and writes.
+        shared = SharedFrames(worth_checkpointing(ctx.new_rows("table")))
+        folded = shared.keep(fold(updates, state, spec, key))
         groups = touched(folded)
         previous = keyed_state(ctx.state(GROUPS), groups, GROUP)
         if spec.aggregate.function == "count":
@@ -99,15 +102,10 @@ class TableAggregateStep:
         if previous is not None:
             result = result.join(previous.select(GROUP, F.col("ts").alias("_ts_before")), GROUP, "left")
         ts = F.greatest(F.col("_ts_before"), F.col("touch_ts")) if previous is not None else F.col("touch_ts")
-        result = result.withColumn("ts", ts).persist()
-
-        def release() -> None:
-            folded.unpersist()
-            result.unpersist()
-
+        result = shared.keep(result.withColumn("ts", ts))
         return StepResult(output=self._output(ctx, result),
                           state={MEMBERS: self._members(ctx, folded), GROUPS: self._groups(ctx, result)},
-                          finish=self._finisher(ctx, clock), release=release)
+                          finish=self._finisher(ctx, clock), release=shared.release)
 
     def _value_columns(self) -> list[Column]:
         from pyspark.sql import functions as F
