@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from joins.errors import ConfigError, InputRecordError
 from joins.spark.exprs import event_date, expired_reason_sql, ident
+from joins.spark.frames import SharedFrames, worth_checkpointing
 from joins.versioned.batches import (
     IngestReport,
     check_batch_order,
@@ -183,7 +184,8 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
     input records a reader refused; they are quarantined in the same commit as expired puts.
     `before_commit` is called before each commit (a writer lease's `check`). `rows_at_most`, when
     the caller knows a bound on the changelog's records without a job (rows it built), saves
-    one (`stream_time.with_stream_time`).
+    one (`stream_time.with_stream_time`), and a small batch's classification is then checkpointed
+    rather than cached.
 
     Batch ids of one source must increase; re-running a committed batch writes nothing and
     returns a `skipped` report. A record with a null key, ts, tombstone flag or arrival index,
@@ -215,7 +217,11 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
     classified = classify_changelog(changelog, layout, stream_time_before=stream_time_before,
                                     ts_col=ts_col, tombstone_col=tombstone_col,
                                     arrival_col=arrival_col, block_rows=block_rows,
-                                    rows_at_most=rows_at_most).persist()
+                                    rows_at_most=rows_at_most)
+    # Read by the counts' job, then by the versions' write (and the quarantine's): a batch known
+    # to be small is checkpointed, so that the writes are analysed from a leaf.
+    shared = SharedFrames(worth_checkpointing(rows_at_most))
+    classified = shared.keep(classified)
     bad = None if bad_records is None else bad_record_quarantine_rows(
         bad_records, source_id=source_id, batch_id=batch_id).persist()
     try:
@@ -251,7 +257,7 @@ def ingest_changelog(spark: SparkSession, changelog: DataFrame, layout: Versione
             expected_version=-1 if version is None else version,
             history_retention_ms=layout.history_retention_ms)
     finally:
-        classified.unpersist()
+        shared.release()
         if bad is not None:
             bad.unpersist()
     stored = counts.get(STORED, 0)
