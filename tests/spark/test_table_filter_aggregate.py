@@ -85,6 +85,29 @@ def test_versioned_filter_forwards_rejections_and_out_of_order(spark: Any, tmp_p
         [("a", None, True), ("a", {"n": 9}, False), ("b", None, True)]
 
 
+@pytest.mark.parametrize("limit", [0, 10**6], ids=["cached", "checkpointed"])
+@pytest.mark.parametrize("function", ["count", "concat"])
+def test_an_aggregate_batch_is_the_same_whether_its_frames_are_cached_or_checkpointed(
+        spark: Any, tmp_path: Path, limit: int, function: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every other test's batches are small, so their shared frames (the folded updates, the
+    # groups' results) are checkpointed; a batch above the limit caches them instead. Keys move
+    # between groups, one is deleted and one group empties, so every frame and write reads them.
+    from joins.spark import frames
+
+    monkeypatch.setattr(frames, "CHECKPOINT_MAX_ROWS", limit)
+    aggregate = {"function": "count"} if function == "count" else {"function": "concat", "field": "s"}
+    config = {"group_by": "g", "aggregate": aggregate, "versioned": False}
+    raw = [{"key": "a", "value": {"g": "x", "s": "1"}, "ts": 1},
+           {"key": "b", "value": {"g": "x", "s": "2"}, "ts": 2},
+           {"key": "c", "value": {"g": "y", "s": "3"}, "ts": 3},
+           {"key": "a", "value": {"g": "y", "s": "4"}, "ts": 4},     # moves from x to y
+           {"key": "b", "value": None, "ts": 5},                     # deleted: x empties
+           {"key": "c", "value": {"g": "y", "s": "5"}, "ts": 6}]
+    got, want = replay_items(AGGREGATE, spark, tmp_path, config, raw, [3, 3])
+    assert got == want
+    assert {i["key"] for i in got} == {"x", "y"}
+
+
 def test_aggregate_bad_value_fails_with_the_reference_message(spark: Any, tmp_path: Path) -> None:
     spec = AGGREGATE.spec_type.model_validate(
         {"group_by": "g", "aggregate": {"function": "sum", "field": "n"}, "versioned": False})
