@@ -25,11 +25,14 @@ from typing import Any
 
 import pytest
 
-from tests.scheduling import group_of_nodeid
+from tests.scheduling import UNKNOWN_S_PER_TEST, group_of_nodeid, known_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 LOAD_EVERY_S = 5.0
 SLOWEST = 30
+# A group without a figure is scheduled as UNKNOWN_S_PER_TEST a test; one that took this much
+# longer than that went out too late and may have kept a worker busy after the other finished.
+MISSING_WORTH_SAYING_S = 10.0
 
 
 def results_dir() -> Path:
@@ -134,7 +137,22 @@ def report(data: dict[str, Any], *, slowest: int = SLOWEST) -> str:
             lines.append("-- per directory")
         lines += _table(((f"{s:.0f}", f"{100 * s / total:.0f}%" if total else "-", counts[g], g)
                          for g, s in ranked_groups), ("s", "share", "tests", title))
+    missing = unscheduled(data, known_seconds())
+    if missing:
+        lines.append(f"-- {len(missing)} scheduling group(s) without a figure in tests/durations.json, "
+                     f"sent out last as {UNKNOWN_S_PER_TEST:.0f} s a test; after a full run, "
+                     "`python -m tests.timings --save-durations` records them: "
+                     + ", ".join(f"{g} {s:.0f} s" for g, s in missing))
     return "\n".join(lines)
+
+
+def unscheduled(data: dict[str, Any], known: dict[str, float]) -> list[tuple[str, float]]:
+    """The groups of this run that `known` has no seconds for and that took
+    MISSING_WORTH_SAYING_S longer than the scheduler assumed, longest first."""
+    tests = Counter(data.get("groups", {}).get(n) or file_of(n) for n in data["tests"])
+    return sorted(((g, s) for g, s in group_seconds(data).items()
+                   if g not in known and s - UNKNOWN_S_PER_TEST * tests[g] >= MISSING_WORTH_SAYING_S),
+                  key=lambda gs: -gs[1])
 
 
 def group_seconds(data: dict[str, Any]) -> dict[str, float]:
