@@ -120,6 +120,13 @@ def report(data: dict[str, Any], *, slowest: int = SLOWEST) -> str:
     if load:
         lines.append(f"   load average (1 min, every {LOAD_EVERY_S:.0f} s): mean "
                      f"{sum(load) / len(load):.1f}, max {max(load):.1f}, on {data.get('cpus')} cpus")
+    # Before the tables: the output still ends with the per-directory totals.
+    missing = unscheduled(data, known_seconds())
+    if missing:
+        lines.append(f"-- {len(missing)} scheduling group(s) without a figure in tests/durations.json, "
+                     f"sent out last as {UNKNOWN_S_PER_TEST:.0f} s a test; after a full run, "
+                     "`python -m tests.timings --save-durations` records them: "
+                     + ", ".join(f"{g} {s:.0f} s" for g, s in missing))
     lines.append(f"-- the {slowest} slowest tests (setup + call + teardown, seconds)")
     ranked = sorted(tests.items(), key=lambda kv: -kv[1])[:slowest]
     lines += _table(((f"{s:.1f}", n) for n, s in ranked), ("s", "test"))
@@ -137,12 +144,6 @@ def report(data: dict[str, Any], *, slowest: int = SLOWEST) -> str:
             lines.append("-- per directory")
         lines += _table(((f"{s:.0f}", f"{100 * s / total:.0f}%" if total else "-", counts[g], g)
                          for g, s in ranked_groups), ("s", "share", "tests", title))
-    missing = unscheduled(data, known_seconds())
-    if missing:
-        lines.append(f"-- {len(missing)} scheduling group(s) without a figure in tests/durations.json, "
-                     f"sent out last as {UNKNOWN_S_PER_TEST:.0f} s a test; after a full run, "
-                     "`python -m tests.timings --save-durations` records them: "
-                     + ", ".join(f"{g} {s:.0f} s" for g, s in missing))
     return "\n".join(lines)
 
 
