@@ -51,6 +51,9 @@ def test_the_saved_durations_are_what_the_report_warns_about(tmp_path: Any, monk
     assert timings.group_seconds(data) == {"suite/spark/test_new.py": 36.0}
     monkeypatch.setattr(timings, "known_seconds", lambda: timings.group_seconds(data))
     assert "without a figure" not in timings.report(data)
+    # A run in one process (the cluster subset's) is not scheduled by the figures.
+    monkeypatch.setattr(timings, "known_seconds", lambda: {})
+    assert "without a figure" not in timings.report({**data, "workers": 0})
 
 
 def test_groups_go_out_longest_first_and_a_group_stays_together(monkeypatch: Any) -> None:

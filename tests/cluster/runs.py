@@ -4,6 +4,7 @@ session, and the suite's own is local), judged test by test from its JUnit repor
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -70,8 +71,15 @@ def _run(cmd: list[str], env: dict[str, str], log: Path) -> Run:
     return Run(returncode, time.monotonic() - started, log)
 
 
-def run_subset(spark_env: dict[str, str], base: Path) -> tuple[Run, list[Outcome]]:
-    """SUBSET in one pytest process; the outcome of every test from the JUnit report."""
+def run_subset(spark_env: dict[str, str], name: str) -> tuple[Run, list[Outcome]]:
+    """SUBSET in one pytest process; the outcome of every test from the JUnit report. Its log,
+    report and timings stay in the run's results folder, `cluster/<name>/`, after the run (a
+    slow cluster run is read there: `python -m tests.timings <folder>/timings.json`)."""
+    from tests.timings import results_dir
+
+    base = results_dir() / "cluster" / name
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
     report = base / "junit.xml"
     env = python_env(**spark_env, TJ_TEST_RESULTS=str(base))
     run = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -112,5 +120,5 @@ def assert_subset_passed(run: Run, results: list[Outcome], *, allowed_skips: tup
 def timings(run: Run, results: list[Outcome]) -> str:
     """The run's wall time and its slowest tests, for the log."""
     slowest = sorted(results, key=lambda r: -r.seconds)[:5]
-    return f"{run.seconds:.0f} s; slowest: " + ", ".join(
+    return f"{run.seconds:.0f} s ({run.log.parent}); slowest: " + ", ".join(
         f"{r.name.rsplit('::', 1)[-1]} {r.seconds:.0f} s" for r in slowest)

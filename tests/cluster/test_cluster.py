@@ -12,8 +12,6 @@ One module: the tests share the cluster, and pytest-xdist gives a module to one 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.cluster.harness import ConnectServer, Standalone, wait_until
@@ -29,10 +27,10 @@ def _finished_apps(cluster: Standalone) -> set[str]:
 
 @pytest.mark.cluster
 @pytest.mark.slow
-def test_subset_on_the_standalone_master(standalone: Standalone, tmp_path: Path) -> None:
+def test_subset_on_the_standalone_master(standalone: Standalone) -> None:
     before = _finished_apps(standalone)
     run, results = run_subset({"TJ_SPARK_MASTER": standalone.url,
-                               "TJ_CLUSTER_WORK_DIR": str(standalone.work_dir)}, tmp_path)
+                               "TJ_CLUSTER_WORK_DIR": str(standalone.work_dir)}, "standalone")
     print(f"subset against {standalone.url}: {timings(run, results)}")
     assert_subset_passed(run, results, allowed_skips=("Spark Connect only",), at_least=14)
     # It ran on the cluster: one more finished application, whose tasks the worker's executors ran.
@@ -46,10 +44,9 @@ def test_subset_on_the_standalone_master(standalone: Standalone, tmp_path: Path)
 
 @pytest.mark.connect
 @pytest.mark.slow
-def test_subset_through_connect(connect_server: ConnectServer, standalone: Standalone,
-                                tmp_path: Path) -> None:
+def test_subset_through_connect(connect_server: ConnectServer, standalone: Standalone) -> None:
     run, results = run_subset({"TJ_SPARK_REMOTE": connect_server.url,
-                               "TJ_CLUSTER_WORK_DIR": str(standalone.work_dir)}, tmp_path)
+                               "TJ_CLUSTER_WORK_DIR": str(standalone.work_dir)}, "connect")
     print(f"subset through {connect_server.url}: {timings(run, results)}")
     assert_subset_passed(run, results, allowed_skips=CONNECT_SKIPS, at_least=12)
     # The server's own sessions write files too: its Hadoop configurations are as lean as a
