@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.scheduling import UNKNOWN_S_PER_TEST, group_of_nodeid, known_seconds
+from tests.scheduling import UNKNOWN_S_PER_TEST, assumed_seconds, group_of_nodeid, known_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 LOAD_EVERY_S = 5.0
@@ -151,18 +151,22 @@ def report(data: dict[str, Any], *, slowest: int = SLOWEST) -> str:
 def unscheduled(data: dict[str, Any], known: dict[str, float]) -> list[tuple[str, float]]:
     """The groups of this run that `known` has no seconds for and that took
     MISSING_WORTH_SAYING_S longer than the scheduler assumed, longest first."""
-    tests = Counter(data.get("groups", {}).get(n) or file_of(n) for n in data["tests"])
+    tests = Counter(_group(data, n) for n in data["tests"])
     return sorted(((g, s) for g, s in group_seconds(data).items()
-                   if g not in known and s - UNKNOWN_S_PER_TEST * tests[g] >= MISSING_WORTH_SAYING_S),
+                   if g not in known
+                   and s - assumed_seconds(known, g, tests[g]) >= MISSING_WORTH_SAYING_S),
                   key=lambda gs: -gs[1])
+
+
+def _group(data: dict[str, Any], nodeid: str) -> str:
+    return data.get("groups", {}).get(nodeid) or file_of(nodeid)
 
 
 def group_seconds(data: dict[str, Any]) -> dict[str, float]:
     """Seconds per scheduling group (tests/scheduling.py)."""
-    groups = data.get("groups", {})
     out: dict[str, float] = defaultdict(float)
     for nodeid, s in data["tests"].items():
-        out[groups.get(nodeid) or file_of(nodeid)] += s
+        out[_group(data, nodeid)] += s
     return {g: round(s, 1) for g, s in sorted(out.items())}
 
 
