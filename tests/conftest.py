@@ -66,6 +66,13 @@ TEST_SPARK_CONF = {
     # table of a few rows keeps one until a full collection lets the context cleaner drop its
     # broadcast: 400-600 MB of a session's live heap after replays, 27 MB with 1 MB pages.
     "spark.buffer.pageSize": "1m",
+    # The optimizer's constraint propagation infers filters (a join key's IS NOT NULL, a
+    # filter carried across an equality) from every operator's constraints, worked out again
+    # for each of a micro-batch's dozens of plans; on rows by the dozen the filters it infers
+    # save nothing. `python -m bench.replays --conf spark.sql.constraintPropagation.enabled=false`
+    # (four operators' scenarios one record a batch, alternating in one process): 0.87 times
+    # the time, the foreign-key batch 0.78 (docs/testing.md).
+    "spark.sql.constraintPropagation.enabled": "false",
 }
 
 
