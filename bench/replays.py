@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 RESULTS = Path(__file__).resolve().parent / "results" / "replays.json"
-SCENARIOS = Path(__file__).resolve().parents[1] / "tests" / "scenarios"
 # One scenario of each operator the scenario tests replay most (docs/testing.md measures these).
 DEFAULT = ("003_join_full", "004_lhs_steps_inner", "001_grace_buffer_example",
            "000_table_table_outer_join_versioned")
@@ -58,10 +57,12 @@ class Case:
 
 
 def suite_session() -> SparkSession:
-    """A session as a test worker's (tests/conftest.py), started before any test module."""
+    """A session as a test worker's (tests/conftest.py); JVM options of the caller's own
+    (JDK_JAVA_OPTIONS) win, as they do in the suite."""
+    given = os.environ.get("JDK_JAVA_OPTIONS")
     from tests import conftest
 
-    os.environ["JDK_JAVA_OPTIONS"] = conftest.SESSION_JVM_OPTIONS
+    os.environ["JDK_JAVA_OPTIONS"] = given or conftest.SESSION_JVM_OPTIONS
     from joins.spark import SparkSettings, get_spark
 
     settings = replace(SparkSettings.from_env(), shuffle_partitions=2, driver_memory="2g")
@@ -75,6 +76,7 @@ def case(name: str, batch_size: int | None) -> Case:
     from joins.microbatch import run_reference
     from joins.scenario import load_scenario
     from joins.scenario.runner import prepare
+    from tests.spark.operator_helpers import SCENARIOS
 
     path = SCENARIOS / f"{name}.json"
     if not path.exists():
