@@ -33,7 +33,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,11 +63,9 @@ def suite_session() -> SparkSession:
     from tests import conftest
 
     os.environ["JDK_JAVA_OPTIONS"] = given or conftest.SESSION_JVM_OPTIONS
-    from joins.spark import SparkSettings, get_spark
+    from joins.spark import get_spark
 
-    settings = replace(SparkSettings.from_env(), shuffle_partitions=2, driver_memory="2g")
-    return get_spark(replace(settings, extra_conf={**conftest.TEST_SPARK_CONF,
-                                                   **settings.extra_conf}))
+    return get_spark(conftest.suite_settings())
 
 
 def case(name: str, batch_size: int | None) -> Case:
@@ -189,15 +187,19 @@ def main(argv: list[str] | None = None) -> int:
     spark = suite_session()
     cases = [case(n.strip(), size) for n in args.scenarios.split(",") if n.strip()]
     arms = ["base", "variant"] if conf or env else ["base"]
+
+    def in_arm(arm: str) -> Any:
+        return variant(spark, conf, env) if arm == "variant" else variant(spark, {}, {})
+
     for i in range(args.warmup):
         print(f"warm-up round {i + 1} of {args.warmup} (untimed)", flush=True)
         for arm in arms:
-            with variant(spark, conf if arm == "variant" else {}, env if arm == "variant" else {}):
+            with in_arm(arm):
                 timed_round(cases)
     rounds: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
     for i in range(args.rounds):
         for arm in arms if i % 2 == 0 else arms[::-1]:
-            with variant(spark, conf if arm == "variant" else {}, env if arm == "variant" else {}):
+            with in_arm(arm):
                 result = timed_round(cases)
             rounds[arm].append(result)
             print(f"round {i + 1} {arm}: {sum(result.values()):.2f} s", flush=True)

@@ -76,17 +76,29 @@ TEST_SPARK_CONF = {
 }
 
 
-@pytest.fixture(scope="session")
-def spark():
-    from joins.spark import SparkSettings, get_spark
+def suite_settings() -> Any:
+    """A test worker's SparkSettings (also `bench.replays`'). Local unless TJ_SPARK_MASTER /
+    TJ_SPARK_REMOTE say otherwise: tests/cluster runs a subset of the suite so against a
+    standalone master and a Spark Connect server."""
+    from joins.spark import SparkSettings
 
-    # Local unless TJ_SPARK_MASTER / TJ_SPARK_REMOTE say otherwise: tests/cluster runs a subset
-    # of the suite so against a standalone master and a Spark Connect server.
     settings = replace(SparkSettings.from_env(), shuffle_partitions=2, driver_memory="2g")
-    local = settings.remote is None and settings.master.startswith("local")
-    if local and os.environ.get("TJ_TEST_CODEGEN") != "1":
+    if _local(settings) and os.environ.get("TJ_TEST_CODEGEN") != "1":
         # TJ_SPARK_CONF still wins: a run measuring another setting says so there.
         settings = replace(settings, extra_conf={**TEST_SPARK_CONF, **settings.extra_conf})
+    return settings
+
+
+def _local(settings: Any) -> bool:
+    return settings.remote is None and settings.master.startswith("local")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from joins.spark import get_spark
+
+    settings = suite_settings()
+    local = _local(settings)
     with pytest.MonkeyPatch.context() as mp:
         if local and os.environ.get("JDK_JAVA_OPTIONS") == JVM_TEST_OPTIONS:
             mp.setenv("JDK_JAVA_OPTIONS", SESSION_JVM_OPTIONS)   # this JVM lives the whole run
