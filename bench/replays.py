@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.replays                                  # four operators, one record a batch
     .venv/bin/python -m bench.replays 004_lhs_steps_inner --calls      # where a batch's driver time goes
+    .venv/bin/python -m bench.replays --budget                         # who spends a round's CPU
     .venv/bin/python -m bench.replays --conf spark.sql.autoBroadcastJoinThreshold=-1
     .venv/bin/python -m bench.replays --env TJ_SOME_SWITCH=1 --rounds 6
 
@@ -19,7 +20,9 @@ rounds alternate between the base and the variant in one process, the order swit
 so that the machine's drift, which moves a run more than most changes do, cancels out of the
 ratio. `--calls` adds one round that counts, per batch, the Spark jobs and the py4j calls by JVM
 method and their wall time (the Dataset calls Catalyst analyses one by one, the writes' `stage`,
-`localCheckpoint`); calls made by the writes' threads overlap.
+`localCheckpoint`); calls made by the writes' threads overlap. `--budget` reads, around every
+timed round, the CPU of the driver's Python and of its JVM by thread role, JIT and collector
+(bench/cpu_budget.py), reported as medians per arm.
 Results go to bench/results/replays.json with the machine's load average.
 """
 
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench import cpu_budget
 from bench.harness import machine
 
 if TYPE_CHECKING:
@@ -178,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--calls", action="store_true", help="count jobs and py4j calls a batch")
+    parser.add_argument("--budget", action="store_true",
+                        help="where each round's CPU goes (bench/cpu_budget.py)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     conf, env = pairs(args.conf, "--conf"), pairs(args.env, "--env")
@@ -197,13 +203,17 @@ def main(argv: list[str] | None = None) -> int:
             with in_arm(arm):
                 timed_round(cases)
     rounds: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
+    budgets: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
     for i in range(args.rounds):
         for arm in arms if i % 2 == 0 else arms[::-1]:
             with in_arm(arm):
+                start = cpu_budget.read(spark) if args.budget else None
                 result = timed_round(cases)
+                if start is not None:
+                    budgets[arm].append(cpu_budget.budget(spark, start))
             rounds[arm].append(result)
             print(f"round {i + 1} {arm}: {sum(result.values()):.2f} s", flush=True)
-    summary = {arm: summarize(rs, cases) for arm, rs in rounds.items()}
+    summary = {arm: summarize(rs, cases) | medians(budgets[arm]) for arm, rs in rounds.items()}
     for c in cases:
         line = "  ".join(f"{arm} {summary[arm]['ms_per_batch'][c.name]:.0f} ms"
                          for arm in arms)
@@ -212,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         s = summary[arm]
         print(f"{arm}: all scenarios {s['median_s']:.2f} s a round (median; rounds "
               f"{', '.join(f'{t:.2f}' for t in s['rounds_s'])})")
+        if "cpu_budget" in s:
+            print(f"{arm}: CPU seconds a round (median of each part):")
+            print("\n".join(cpu_budget.lines(s["cpu_budget"])))
     if len(arms) == 2:
         ratio = summary["variant"]["median_s"] / summary["base"]["median_s"]
         print(f"variant / base: {ratio:.3f} ({conf or ''}{env or ''})")
@@ -228,6 +241,13 @@ def main(argv: list[str] | None = None) -> int:
         "calls": counted}, indent=2) + "\n")
     print(f"saved {args.out}")
     return 0
+
+
+def medians(budgets: list[dict[str, float]]) -> dict[str, Any]:
+    if not budgets:
+        return {}
+    return {"cpu_budget": {k: round(statistics.median(b[k] for b in budgets), 3)
+                           for k in budgets[0]}}
 
 
 def summarize(rounds: list[dict[str, float]], cases: list[Case]) -> dict[str, Any]:

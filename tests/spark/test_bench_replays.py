@@ -43,3 +43,38 @@ def test_bad_arguments_are_named() -> None:
     with pytest.raises(SystemExit, match=r"--conf takes KEY=VALUE, got 'spark\.x'"):
         replays.pairs(["spark.x"], "--conf")
     assert replays.pairs(["a=1", "b=x=y"], "--env") == {"a": "1", "b": "x=y"}
+
+
+def test_the_cpu_budget_splits_a_rounds_cpu_by_part(spark: Any) -> None:
+    from bench import cpu_budget
+
+    start = cpu_budget.read(spark)
+    assert spark.range(50_000).selectExpr("sum(id * 2)").collect()[0][0] == 2 * sum(range(50_000))
+    parts = cpu_budget.budget(spark, start)
+    assert parts["wall"] > 0 and parts["python"] >= 0
+    # The query was analysed and optimized by Catalyst, on the py4j thread serving this call.
+    assert parts["rules: analysis"] > 0 and parts["rules: optimizer"] > 0
+    assert parts["py4j"] > 0
+    if "jvm" in parts:   # Linux: the JVM's whole CPU is read from /proc, and covers its parts
+        assert parts["jvm"] >= parts["py4j"] + parts["tasks"] - 0.05
+    assert any("rules: analysis" in line for line in cpu_budget.lines(parts))
+
+
+def test_rule_times_and_thread_roles_are_read_by_name() -> None:
+    from bench import cpu_budget
+
+    dump = """=== Metrics of Analyzer/Optimizer Rules ===
+Total number of runs: 3
+Total time: 0.6 seconds
+
+Rule                                      Effective Time / Total Time      Effective Runs / Total Runs
+org.apache.spark.sql.catalyst.analysis.Analyzer$ResolveReferences    100 / 200000000    1 / 2
+org.apache.spark.sql.catalyst.optimizer.ColumnPruning                0 / 300000000      0 / 1
+org.apache.spark.sql.delta.stats.PrepareDeltaScan                    0 / 100000000      0 / 1
+"""
+    assert cpu_budget.rule_seconds(dump) == {
+        "rules: analysis": 0.2, "rules: optimizer": 0.3, "rules: other": 0.1}
+    assert cpu_budget.role("Thread-4") == "py4j"
+    assert cpu_budget.role("Executor task launch worker for task 1.0") == "tasks"
+    assert cpu_budget.role("dag-scheduler-event-loop") == "scheduler"
+    assert cpu_budget.role("task-result-getter-0") == "other threads"

@@ -190,14 +190,33 @@ def test_hadoop_configurations_carry_no_yarn_or_mapreduce_defaults(spark: Any,
     assert "core-default.xml" in defaults
     assert not {"mapred-default.xml", "yarn-default.xml"} & set(defaults), defaults
     conf = spark._jsparkSession.sessionState().newHadoopConf()
-    sources = {str(conf.getPropertySources(e.getKey())[0]) for e in conf.iterator()
-               if conf.getPropertySources(e.getKey())}
-    assert "core-default.xml" in sources
-    assert not {"mapred-default.xml", "yarn-default.xml"} & sources
     assert conf.size() < 600, conf.size()
     # Keys only those files set fall back to the code's defaults; the session's own stay.
     assert conf.get("yarn.resourcemanager.address") is None
+    assert conf.get("mapreduce.job.maps") is None
+    assert conf.get("fs.defaultFS") == "file:///"          # core-default.xml's
     assert conf.get("fs.file.impl") == "temporaljoins.LocalFileSystem"
+
+
+def test_hadoop_configurations_record_no_sources_of_their_defaults(spark: Any,
+                                                                  tmp_path: Path) -> None:
+    # Which file set each entry is Hadoop's diagnostics only, yet every copy of a configuration
+    # copies the record and every task reads it back gzip-compressed entry by entry
+    # (temporaljoins.HadoopDefaults.dropSources): the session's base holds none, a copy Spark
+    # makes for a query only those of the entries set on it since.
+    jvm = SparkContext._jvm
+    defaults = jvm.temporaljoins.HadoopDefaults
+    lake.write_delta(spark.range(3), str(tmp_path / "t"), mode="append")
+    base = spark.sparkContext._jsc.hadoopConfiguration()
+    copy = spark._jsparkSession.sessionState().newHadoopConf()
+    set_by_spark = [e.getKey() for e in copy.iterator() if copy.getPropertySources(e.getKey())]
+    assert defaults.sourcesRecorded(base) <= 8, defaults.sourcesRecorded(base)
+    assert 0 < defaults.sourcesRecorded(copy) == len(set_by_spark) < copy.size() // 2
+    assert copy.getPropertySources("fs.defaultFS") is None
+    assert copy.get("fs.defaultFS") == "file:///"
+    # A configuration shipped to tasks still reads back whole: a write and a read of files.
+    lake.write_delta(spark.range(4), str(tmp_path / "t"), mode="append")
+    assert lake.read_delta(spark, str(tmp_path / "t")).count() == 7
 
 
 def test_each_lambda_class_is_cleaned_once_and_jobs_still_run(spark: Any, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ package temporaljoins;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.slf4j.LoggerFactory;
 
@@ -24,6 +25,13 @@ import org.slf4j.LoggerFactory;
  * first, so that none adds them back later. Sessions the project starts call {@link #trim} (a
  * classic one from joins/spark/session.py, a Connect server when it loads {@link TxnPlugin});
  * {@code TJ_HADOOP_DEFAULTS=keep} keeps them.
+ *
+ * <p>Trimming also drops each configuration's record of which file or call set each entry
+ * ({@link #dropSources}). Hadoop keeps it only for its dumps of a configuration; reloading
+ * without the two files left theirs in it (1,104 records for 383 entries), every copy of a
+ * configuration copies it (Spark copies the session's for every query that touches files), and
+ * every serialization writes it gzip-compressed entry by entry, a compressor per entry, read back
+ * the same way in every task. Entries set later record their source again.
  */
 public final class HadoopDefaults {
   private HadoopDefaults() {}
@@ -74,7 +82,50 @@ public final class HadoopDefaults {
       LoggerFactory.getLogger(HadoopDefaults.class).info(
           "Hadoop configurations without {} ({}=keep keeps them)", dropped, KEEP_ENV);
     }
+    dropSources();
     return dropped;
+  }
+
+  /**
+   * Every configuration in the JVM with its entries loaded and no record of their sources
+   * (Hadoop creates the record again, for the entries set from then on). Nothing where Hadoop's
+   * configuration is not what this expects.
+   */
+  static void dropSources() {
+    try {
+      Field sources = sourcesField();
+      Field registry = Configuration.class.getDeclaredField("REGISTRY");
+      registry.setAccessible(true);
+      List<Configuration> all;
+      synchronized (Configuration.class) {
+        all = new ArrayList<>(((Map<?, ?>) registry.get(null)).keySet().stream()
+            .map(Configuration.class::cast).toList());
+      }
+      for (Configuration conf : all) {
+        synchronized (conf) {
+          conf.size();  // loads the entries now: a later load would record their sources again
+          sources.set(conf, null);
+        }
+      }
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      // Another Hadoop: its configurations stay as they are.
+    }
+  }
+
+  /** How many entries' sources `conf` records (for tests and diagnostics). */
+  public static int sourcesRecorded(Configuration conf) {
+    try {
+      Map<?, ?> map = (Map<?, ?>) sourcesField().get(conf);
+      return map == null ? 0 : map.size();
+    } catch (ReflectiveOperationException e) {
+      return -1;
+    }
+  }
+
+  private static Field sourcesField() throws NoSuchFieldException {
+    Field field = Configuration.class.getDeclaredField("updatingResource");
+    field.setAccessible(true);
+    return field;
   }
 
   /** The default resources the JVM's configurations load (for tests and diagnostics). */
