@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+# py4j's server threads are Spark's only unnamed ones ("Thread-N") that do work worth naming.
 ROLES = (("Thread-", "py4j"), ("Executor task", "tasks"), ("dag-scheduler", "scheduler"))
+THREAD_PARTS = (*(name for _, name in ROLES), "other threads")
 RULE_GROUPS = ((".catalyst.analysis.", "rules: analysis"), (".catalyst.optimizer.", "rules: optimizer"))
 _RULE_ROW = re.compile(r"^(\S+)\s+\d+ / (\d+)\s+\d+ / \d+\s*$")
 
@@ -81,19 +83,14 @@ def budget(spark: SparkSession, before: Reading) -> dict[str, float]:
     by_role: dict[str, float] = {}
     for tid, (name, cpu) in after.threads.items():
         by_role[name] = by_role.get(name, 0.0) + cpu - before.threads.get(tid, (name, 0.0))[1]
-    out.update({name: by_role.get(name, 0.0) for _, name in ROLES})
-    out["other threads"] = by_role.get("other threads", 0.0)
+    out.update({name: by_role.get(name, 0.0) for name in THREAD_PARTS})
     out["jit"] = after.jit - before.jit
     out["gc"] = after.gc - before.gc
     if after.jvm is not None and before.jvm is not None:
         out["jvm"] = after.jvm - before.jvm
-        out["unattributed"] = out["jvm"] - sum(out[k] for k in (*by_role_keys(), "jit", "gc"))
+        out["unattributed"] = out["jvm"] - sum(out[k] for k in (*THREAD_PARTS, "jit", "gc"))
     out.update(rule_seconds(rules))
     return {k: round(v, 3) for k, v in out.items()}
-
-
-def by_role_keys() -> tuple[str, ...]:
-    return (*(name for _, name in ROLES), "other threads")
 
 
 def rule_seconds(dump: str) -> dict[str, float]:
