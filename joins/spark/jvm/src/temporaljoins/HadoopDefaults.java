@@ -92,23 +92,29 @@ public final class HadoopDefaults {
    * configuration is not what this expects.
    */
   static void dropSources() {
+    Field sources;
+    List<Configuration> all;
     try {
-      Field sources = sourcesField();
+      sources = sourcesField();
       Field registry = Configuration.class.getDeclaredField("REGISTRY");
       registry.setAccessible(true);
-      List<Configuration> all;
       synchronized (Configuration.class) {
         all = new ArrayList<>(((Map<?, ?>) registry.get(null)).keySet().stream()
             .map(Configuration.class::cast).toList());
       }
-      for (Configuration conf : all) {
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return;  // another Hadoop: its configurations stay as they are
+    }
+    for (Configuration conf : all) {
+      try {
         synchronized (conf) {
           conf.size();  // loads the entries now: a later load would record their sources again
           sources.set(conf, null);
         }
+      } catch (ReflectiveOperationException | RuntimeException e) {
+        // One that cannot load (a resource of its own missing) fails where its owner reads it,
+        // as before; the others still lose their records.
       }
-    } catch (ReflectiveOperationException | RuntimeException e) {
-      // Another Hadoop: its configurations stay as they are.
     }
   }
 
