@@ -151,7 +151,9 @@ def observed_assets(spec: PipelineSpec, join_key: AssetKey) -> list[AssetsDefini
         specs=[AssetSpec(quarantine_key(spec), deps=[*inputs, join_key], kinds={"delta"},
                          description=f"Rows of `{spec.name}`'s inputs that were not stored or "
                                      f"joined, with the reason: bad rows, expired table updates, "
-                                     f"late records.")])
+                                     f"late records. Observed each time an ingest or a "
+                                     f"micro-batch quarantines rows: never observed means "
+                                     f"nothing was quarantined yet.")])
     def _quarantine(context: OpExecutionContext) -> Iterator[ObserveResult]:
         layout = context.resources.lake.layout(spec)
         md = quarantine_metadata(context.resources.spark.session_for(context), layout)

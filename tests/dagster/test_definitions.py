@@ -54,7 +54,11 @@ def test_defs_validate() -> None:
         dg.AssetKey("customer_accounts"), dg.AssetKey("orders_with_customer")}
     assert graph.get(dg.AssetKey("orders")).group_name == "sources"
     assert graph.get(dg.AssetKey("rates")).group_name == "orders_with_rates"
-    assert graph.get(dg.AssetKey("orders_with_rates_quarantine")).is_observable
+    quarantine = graph.get(dg.AssetKey("orders_with_rates_quarantine"))
+    assert quarantine.is_observable
+    # Observed only when rows are quarantined: the catalog's "Never observed" must not read as
+    # broken, so the description says what it means.
+    assert "never observed means nothing was quarantined" in (quarantine.description or "")
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     standard = {"backfill_agrees_with_stream", "no_duplicate_output_rows", "quarantine_below_threshold"}
     assert {name for asset, name in checks if asset == "orders_with_rates"} == standard
