@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 ROLES = (("Thread-", "py4j"), ("Executor task", "tasks"), ("dag-scheduler", "scheduler"))
 THREAD_PARTS = (*(name for _, name in ROLES), "other threads")
 RULE_GROUPS = ((".catalyst.analysis.", "rules: analysis"), (".catalyst.optimizer.", "rules: optimizer"))
+RULE_OTHER = "rules: other"
+# The printed order: the stretch, whose CPU, then the JVM's parts and Catalyst's rules.
+ORDER = ("wall", "python", "jvm", *THREAD_PARTS, "jit", "gc", "unattributed",
+         *(name for _, name in RULE_GROUPS), RULE_OTHER)
 _RULE_ROW = re.compile(r"^(\S+)\s+\d+ / (\d+)\s+\d+ / \d+\s*$")
 
 
@@ -95,12 +99,12 @@ def budget(spark: SparkSession, before: Reading) -> dict[str, float]:
 
 def rule_seconds(dump: str) -> dict[str, float]:
     """Catalyst's per-rule times (RuleExecutor.dumpTimeSpent, nanoseconds) summed by group."""
-    out = {name: 0.0 for _, name in RULE_GROUPS} | {"rules: other": 0.0}
+    out = {name: 0.0 for _, name in RULE_GROUPS} | {RULE_OTHER: 0.0}
     for line in dump.splitlines():
         m = _RULE_ROW.match(line.strip())
         if not m:
             continue
-        group = next((name for part, name in RULE_GROUPS if part in m.group(1)), "rules: other")
+        group = next((name for part, name in RULE_GROUPS if part in m.group(1)), RULE_OTHER)
         out[group] += int(m.group(2)) / 1e9
     return out
 
@@ -112,10 +116,6 @@ def _process_cpu(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-ORDER = ("wall", "python", "jvm", "py4j", "tasks", "scheduler", "other threads", "jit", "gc",
-         "unattributed", "rules: analysis", "rules: optimizer", "rules: other")
 
 
 def lines(parts: dict[str, Any]) -> list[str]:

@@ -99,8 +99,8 @@ public final class HadoopDefaults {
       Field registry = Configuration.class.getDeclaredField("REGISTRY");
       registry.setAccessible(true);
       synchronized (Configuration.class) {
-        all = new ArrayList<>(((Map<?, ?>) registry.get(null)).keySet().stream()
-            .map(Configuration.class::cast).toList());
+        all = ((Map<?, ?>) registry.get(null)).keySet().stream()
+            .map(Configuration.class::cast).toList();
       }
     } catch (ReflectiveOperationException | RuntimeException e) {
       return;  // another Hadoop: its configurations stay as they are
