@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.replays                                  # four operators, one record a batch
     .venv/bin/python -m bench.replays 004_lhs_steps_inner --calls      # where a batch's driver time goes
     .venv/bin/python -m bench.replays --budget                         # who spends a round's CPU
+    .venv/bin/python -m bench.replays --frames                         # who builds the frames (Dataset calls)
     .venv/bin/python -m bench.replays --conf spark.sql.autoBroadcastJoinThreshold=-1
     .venv/bin/python -m bench.replays --env TJ_SOME_SWITCH=1 --rounds 6
 
@@ -20,7 +21,9 @@ rounds alternate between the base and the variant in one process, the order swit
 so that the machine's drift, which moves a run more than most changes do, cancels out of the
 ratio. `--calls` adds one round that counts, per batch, the Spark jobs and the py4j calls by JVM
 method and their wall time (the Dataset calls Catalyst analyses one by one, the writes' `stage`,
-`localCheckpoint`); calls made by the writes' threads overlap. `--budget` reads, around every
+`localCheckpoint`); calls made by the writes' threads overlap. `--frames` adds one round that
+counts the Dataset calls (each analysed when made) by the engine function that made them
+(bench/dataset_calls.py): where a step built as one plan would start. `--budget` reads, around every
 timed round, the CPU of the driver's Python and of its JVM by thread role, JIT and collector
 (bench/cpu_budget.py), reported as medians per arm.
 Results go to bench/results/replays.json with the machine's load average.
@@ -40,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench import cpu_budget
+from bench import cpu_budget, dataset_calls
 from bench.harness import machine
 
 if TYPE_CHECKING:
@@ -162,6 +165,19 @@ def counted_round(spark: SparkSession, cases: list[Case]) -> dict[str, Any]:
     return out
 
 
+def frames_round(cases: list[Case], top: int = 25) -> dict[str, Any]:
+    """One round of every case: Dataset calls a batch by the engine function that made them."""
+    batches = sum(c.batches for c in cases)
+    with dataset_calls.counting() as tally:
+        start = time.perf_counter()
+        for c in cases:
+            c.replay()
+        wall = time.perf_counter() - start
+    return {"batches": batches, "ms_per_batch": round(wall * 1000 / batches, 1),
+            **{f"dataset_{k}_per_batch": v for k, v in tally.totals(per=batches).items()},
+            "by_function": tally.by_function(top, per=batches)}
+
+
 def pairs(items: list[str], what: str) -> dict[str, str]:
     out = {}
     for item in items:
@@ -182,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--calls", action="store_true", help="count jobs and py4j calls a batch")
+    parser.add_argument("--frames", action="store_true",
+                        help="count Dataset calls a batch by the engine function that made them")
     parser.add_argument("--budget", action="store_true",
                         help="where each round's CPU goes (bench/cpu_budget.py)")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -234,11 +252,18 @@ def main(argv: list[str] | None = None) -> int:
               "calls a batch; by method (calls, ms a batch):")
         for m in c["by_method"]:
             print(f"    {m['method']:<20} {m['calls_per_batch']:7.1f} {m['ms_per_batch']:8.1f}")
+    frames = frames_round(cases) if args.frames else None
+    if frames is not None:
+        print(f"Dataset calls: {frames['dataset_calls_per_batch']} a batch, "
+              f"{frames['dataset_ms_per_batch']:.0f} of its {frames['ms_per_batch']:.0f} ms "
+              f"(over {frames['batches']} batches); by engine function (calls, ms a batch):")
+        for f in frames["by_function"]:
+            print(f"    {f['function']:<62} {f['calls']:6.1f} {f['ms']:7.1f}  {f['methods']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "machine_before": before, "machine_after": machine(),
         "args": {k: str(v) for k, v in vars(args).items()}, "summary": summary,
-        "calls": counted}, indent=2) + "\n")
+        "calls": counted, "frames": frames}, indent=2) + "\n")
     print(f"saved {args.out}")
     return 0
 

@@ -78,3 +78,24 @@ org.apache.spark.sql.delta.stats.PrepareDeltaScan                    0 / 1000000
     assert cpu_budget.role("Executor task launch worker for task 1.0") == "tasks"
     assert cpu_budget.role("dag-scheduler-event-loop") == "scheduler"
     assert cpu_budget.role("task-result-getter-0") == "other threads"
+
+
+def test_dataset_calls_are_tallied_by_the_engine_function_that_made_them(spark: Any) -> None:
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    from bench import dataset_calls
+    from joins.spark.frames import for_writing
+
+    original = DataFrame.__dict__["coalesce"]
+    df = spark.range(4)
+    with dataset_calls.counting() as tally:
+        for_writing(df)
+        for_writing(df)
+        df.where("id > 1")          # the test's own call: outside the engine
+    assert DataFrame.__dict__["coalesce"] is original   # undone on leaving
+    rows = {r["function"]: r for r in tally.by_function(top=5)}
+    assert rows["joins/spark/frames.py:for_writing"]["calls"] == 2
+    assert rows["joins/spark/frames.py:for_writing"]["methods"] == "coalesce 2.0"
+    # `where` calls `filter` inside it: one call, counted as the outer one.
+    assert rows[dataset_calls.OTHER]["methods"] == "where 1.0"
+    assert tally.totals(per=2)["calls"] == 1.5
