@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * own yarn-site.xml or mapred-site.xml stays. The classes that add the two files are loaded
  * first, so that none adds them back later. Sessions the project starts call {@link #trim} (a
  * classic one from joins/spark/session.py, a Connect server when it loads {@link TxnPlugin});
- * {@code TJ_HADOOP_DEFAULTS=keep} keeps them.
+ * {@code TJ_HADOOP_DEFAULTS=keep} keeps them, and the sources' records below too: Hadoop's
+ * configuration exactly as Hadoop builds it.
  *
  * <p>Trimming also drops each configuration's record of which file or call set each entry
  * ({@link #dropSources}). Hadoop keeps it only for its dumps of a configuration; reloading
