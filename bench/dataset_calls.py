@@ -48,16 +48,17 @@ class Tally:
         their three most frequent methods."""
         calls: Counter[str] = Counter()
         seconds: Counter[str] = Counter()
-        for (where, _m), n in self.calls.items():
+        methods: dict[str, Counter[str]] = {}
+        for (where, method), n in self.calls.items():
             calls[where] += n
-        for (where, _m), s in self.seconds.items():
-            seconds[where] += s
+            seconds[where] += self.seconds[where, method]
+            methods.setdefault(where, Counter())[method] = n
         rows = []
         for where, s in seconds.most_common(top):
-            methods = Counter({m: n for (w, m), n in self.calls.items() if w == where})
             rows.append({"function": where, "calls": round(calls[where] / per, 1),
                          "ms": round(s * 1000 / per, 1),
-                         "methods": ", ".join(f"{m} {n / per:.1f}" for m, n in methods.most_common(3))})
+                         "methods": ", ".join(f"{m} {n / per:.1f}"
+                                              for m, n in methods[where].most_common(3))})
         return rows
 
     def totals(self, per: int = 1) -> dict[str, float]:

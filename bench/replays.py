@@ -169,10 +169,7 @@ def frames_round(cases: list[Case], top: int = 25) -> dict[str, Any]:
     """One round of every case: Dataset calls a batch by the engine function that made them."""
     batches = sum(c.batches for c in cases)
     with dataset_calls.counting() as tally:
-        start = time.perf_counter()
-        for c in cases:
-            c.replay()
-        wall = time.perf_counter() - start
+        wall = sum(timed_round(cases).values())
     return {"batches": batches, "ms_per_batch": round(wall * 1000 / batches, 1),
             **{f"dataset_{k}_per_batch": v for k, v in tally.totals(per=batches).items()},
             "by_function": tally.by_function(top, per=batches)}
