@@ -116,6 +116,33 @@ def test_a_partition_replacement_removes_only_its_days(spark: Any, tmp_path: Pat
     assert lake.delta_version(str(path)) == 1
 
 
+@pytest.mark.parametrize("mode", ["append", "overwrite"])
+def test_a_write_that_creates_its_table_runs_no_query_for_the_files_before_it(
+        spark: Any, tmp_path: Path, mode: str) -> None:
+    """delta-spark would list the not-yet-existing table's files with a query of its own (a
+    second Spark job) to derive the first version's file list; `temporaljoins.NewTable` knows it
+    is empty. The list must still land in the first checksum, where later commits read it."""
+    import json
+
+    frame = spark.createDataFrame([(1, "a", D1), (2, "b", D2)], SCHEMA)
+    scheduler = spark.sparkContext._jsc.sc().dagScheduler()
+
+    def jobs(version: int) -> int:
+        before = scheduler.numTotalJobs()
+        lake.write_delta(frame, str(tmp_path / "t"), mode=mode, partition_by=["day"],
+                         app_txn=lake.AppTxn("app", version))
+        return scheduler.numTotalJobs() - before
+
+    lake.write_delta(frame, str(tmp_path / "warm"))
+    assert jobs(1) == jobs(2) == 1, "creating the table ran a query of its own"
+    first = json.loads((tmp_path / "t" / "_delta_log" / f"{0:020d}.crc").read_text())
+    assert first["numFiles"] == 2 and len(first["allFiles"]) == 2, first
+    assert [t["appId"] for t in first["setTransactions"]] == ["app"]
+    second = json.loads((tmp_path / "t" / "_delta_log" / f"{1:020d}.crc").read_text())
+    assert len(second["allFiles"]) == second["numFiles"] == (4 if mode == "append" else 2)
+    assert len(rows(spark, tmp_path / "t")) == (4 if mode == "append" else 2)
+
+
 def test_without_statistics_a_committed_empty_file_stays(spark: Any, tmp_path: Path) -> None:
     """Spark writes an empty file when an unpartitioned write's first task has no rows. With
     statistics collection on (the default), Delta leaves it out of the commit and the writer

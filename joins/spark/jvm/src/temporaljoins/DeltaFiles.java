@@ -50,6 +50,9 @@ final class DeltaFiles {
 
   /** The snapshot's files: from the checksum when it lists them (small tables), else its state. */
   static List<AddFile> currentFiles(OptimisticTransaction txn) {
+    if (txn.readVersion() < 0) {
+      return List.of();   // a table created by this write: listing its log would be a query
+    }
     Option<VersionChecksum> checksum = txn.snapshot().checksumOpt();
     if (!checksum.isEmpty() && !checksum.get().allFiles().isEmpty()) {
       return CollectionConverters.asJava(checksum.get().allFiles().get());

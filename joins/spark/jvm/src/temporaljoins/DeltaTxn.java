@@ -103,7 +103,7 @@ public final class DeltaTxn {
 
   private static String doStage(SparkSession spark, Dataset<?> data, JsonNode req, String id) {
     DeltaLog log = DeltaLog.forTable(spark, req.get("path").asText());
-    OptimisticTransaction txn = log.startTransaction();
+    OptimisticTransaction txn = NewTable.startTransaction(log);
     boolean guarded = req.path("guarded").asBoolean(false);
     if (guarded) {
       long expected = req.get("expected").asLong();
