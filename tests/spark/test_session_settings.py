@@ -30,6 +30,7 @@ def test_classes_resolve_once_and_everything_else_as_before(spark: Any) -> None:
     assert jvm.PythonUtils is jvm.PythonUtils                  # a class: looked up once
     assert jvm.functions.col is jvm.functions.col              # a static method: once
     assert jvm.java.lang.Math.abs(-3) == 3                     # packages still resolve
+    assert jvm.java.util is jvm.java.util                      # a package: looked up once
     assert jvm.java.lang.Integer.MAX_VALUE == 2**31 - 1        # a static field: read each time
     assert jvm.java.util.ArrayList().size() == 0               # constructors
     assert spark._jvm is jvm
@@ -50,6 +51,18 @@ def round_trips(spark: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(client, "send_command", counting)
     return sent
+
+
+def test_a_class_under_a_package_is_reached_without_a_round_trip(
+        spark: Any, round_trips: list[str]) -> None:
+    """py4j tries a package's name as a class under every import (a miss each, every jar
+    searched) before it answers "package": the engine reaches its classes so at every write."""
+    jvm = SparkContext._jvm
+    pattern = jvm.java.util.regex.Pattern
+    round_trips.clear()
+    assert jvm.java.util.regex.Pattern is pattern
+    assert round_trips == []
+    assert list(pattern.compile(",").split("a,b")) == ["a", "b"]
 
 
 LISTS = [[], [7], ["a", "b"], list(range(25)), tuple(range(11)), [None, "x", None],
