@@ -1,8 +1,9 @@
 """Every Spark write is committed by delta-spark's own transaction (issue 26).
 
 A write has `stage_delta`'s two halves. Staging opens a transaction on the table
-(`DeltaLog.startTransaction`) and has Spark tasks write the files straight into the table
-(`writeFiles`: Delta's own writer, statistics and invariants); committing is one
+(`DeltaLog.startTransaction`; for a table that does not exist yet, on a snapshot whose checksum
+lists no files: `temporaljoins.NewTable`) and has Spark tasks write the files straight into the
+table (`writeFiles`: Delta's own writer, statistics and invariants); committing is one
 `OptimisticTransaction.commit` of those files, the replaced files' removals and the app
 transaction. Until then no version references the files (a crash leaves orphans for
 `vacuum_orphans`).
