@@ -114,10 +114,12 @@ def held_index_join(plan: AsOfPlan, stream: DataFrame, held: HeldTable,
     apply (the index cannot run, or nothing usable is held and not even a window of the table
     fits). `min_stream_ts`, when known, is the smallest ts of `stream` (in its units): when the
     held window covers it, no row is left over and no filter runs."""
+    from joins.spark.names import jvm_class
+
     if index_unusable(plan, stream, held.schema) is not None:
         return None
     spark = stream.sparkSession
-    cache = spark._jvm.temporaljoins.IndexCache  # type: ignore[attr-defined]
+    cache = jvm_class(spark._jvm, "temporaljoins.IndexCache")
     key = held.key(plan)
     at = int(cache.version(key, held.table_id))
     frame: DataFrame | None = None

@@ -150,10 +150,12 @@ def _parquet(spark: SparkSession, reader: DataFrameReader, paths: list[str]) -> 
     from pyspark.sql import DataFrame as _DataFrame
 
     from joins.spark.connect import is_connect
+    from joins.spark.names import jvm_class
 
     if is_connect(spark) or len(paths) < 4 or any("\n" in p for p in paths):
         return reader.parquet(*paths)
-    split = spark.sparkContext._jvm.java.util.regex.Pattern.compile("\n").split("\n".join(paths))
+    pattern = jvm_class(spark.sparkContext._jvm, "java.util.regex.Pattern")
+    split = pattern.compile("\n").split("\n".join(paths))
     return _DataFrame(reader._jreader.parquet(split), spark)  # type: ignore[attr-defined]
 
 

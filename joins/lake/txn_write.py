@@ -92,6 +92,7 @@ def call(spark: SparkSession, operation: str, request: str,
 
         return json.loads(call_plugin(spark, operation, request, data))
     from joins.spark.jvm import unavailable_reason
+    from joins.spark.names import jvm_class
 
     reason = unavailable_reason(spark)
     if reason is not None:
@@ -99,7 +100,7 @@ def call(spark: SparkSession, operation: str, request: str,
                         f"built with javac from a JDK 17+): {reason}")
     jvm = spark._jvm
     assert jvm is not None
-    txn = jvm.temporaljoins.DeltaTxn
+    txn = jvm_class(jvm, "temporaljoins.DeltaTxn")
     if operation == "stage":
         assert data is not None
         return json.loads(txn.stage(spark._jsparkSession, data._jdf, request))

@@ -46,10 +46,11 @@ def bigint_constant(spark: SparkSession, value: int) -> Column:
     from pyspark.sql import functions as F
 
     from joins.spark import jvm
+    from joins.spark.names import jvm_class
 
     if jvm.unavailable_reason(spark) is not None:
         return F.lit(value).cast("long")
-    return _Column(spark._jvm.temporaljoins.Constant.bigint(value))  # type: ignore[attr-defined]
+    return _Column(jvm_class(spark._jvm, "temporaljoins.Constant").bigint(value))
 
 
 def iso_time_sql(ms_sql: str) -> str:

@@ -42,9 +42,12 @@ def local_rows(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str |
         # engine's own frames carry times as longs, so only a caller's rows come this way.
         return spark.createDataFrame(list(rows), struct)
     if not rows:
+        from joins.spark.names import jvm_class
+
         jvm, jsession = spark._jvm, spark._jsparkSession
         assert jvm is not None
-        jdf = jsession.createDataFrame(jvm.java.util.ArrayList(), _java_struct(spark, struct.json()))
+        empty = jvm_class(jvm, "java.util.ArrayList")()
+        jdf = jsession.createDataFrame(empty, _java_struct(spark, struct.json()))
         return DataFrame(jdf, spark)
     return spark.createDataFrame(arrow_table(rows, struct), struct)
 

@@ -10,24 +10,20 @@ misses were a quarter of the JVM's time building a query, and a `select` on a sm
 
 `cache_jvm_names` puts a caching view in front of the context's `_jvm`. It keeps only what
 cannot change while the JVM lives: a class (its name, and the static methods and nested classes
-named under it) and a package (so that `jvm.temporaljoins.DeltaTxn` or `jvm.java.util.ArrayList`
-asks for the package's name once: py4j tries a package's name as a class under every import
-first, a miss each, and the engine reaches its own classes so at every write and literal). Static
-fields (their values can change) and names that resolve to nothing go to py4j every time, as
-before.
+named under it). Packages, static fields (their values can change) and names that resolve to
+nothing go to py4j every time, as before.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from py4j.java_gateway import JavaClass, JavaMember, JavaPackage
+from py4j.java_gateway import JavaClass, JavaMember
 
 
 class _Cached:
-    """A py4j `JVMView`, `JavaPackage` or `JavaClass` whose names that are classes or packages
-    (and, under a class, static methods) are looked up once; every other name goes to py4j each
-    time."""
+    """A py4j `JVMView` or `JavaClass` whose names that are classes (and, under a class, static
+    methods) are looked up once; every other name goes to py4j each time."""
 
     def __init__(self, target: Any, *, methods: bool) -> None:
         object.__setattr__(self, "_target", target)
@@ -43,8 +39,6 @@ class _Cached:
         value = getattr(self._target, name)
         if isinstance(value, JavaClass):
             value = names[name] = _Cached(value, methods=True)
-        elif isinstance(value, JavaPackage):
-            value = names[name] = _Cached(value, methods=False)
         elif self._methods and isinstance(value, JavaMember):
             names[name] = value
         return value
@@ -73,3 +67,12 @@ def cache_jvm_names(spark: Any) -> None:
     cached = _Cached(view, methods=False)
     SparkContext._jvm = cached
     spark._jvm = cached
+
+
+def jvm_class(jvm: Any, name: str) -> Any:
+    """The JVM class `name` (fully qualified) in one lookup, once per process through the caching
+    view. `jvm.temporaljoins.DeltaTxn` would first send the package's name, which py4j tries as a
+    class under every import (a class-path miss each, every jar searched) before answering
+    "package"; the view keeps no package, since py4j answers "package" for any name that is not
+    a class yet (a jar added later can make it one)."""
+    return getattr(jvm, name)

@@ -72,6 +72,7 @@ def install_bulk_release(spark: Any) -> bool:
     """Route the session's py4j releases through `BulkRelease` (once per process). False where
     py4j is not the pinned-thread client this relies on, or the engine's jar is not loaded."""
     from joins.spark import jvm
+    from joins.spark.names import jvm_class
 
     client = spark.sparkContext._gateway._gateway_client
     if isinstance(client.__dict__.get("garbage_collect_object"), BulkRelease):
@@ -79,6 +80,6 @@ def install_bulk_release(spark: Any) -> bool:
     if getattr(client, "finalizer_deque", None) is None or jvm.unavailable_reason(spark) is not None:
         return False
     gateway = JavaObject(protocol.GATEWAY_SERVER_OBJECT_ID, client).getGateway()
-    release = spark._jvm.temporaljoins.Py4jRelease.release
+    release = jvm_class(spark._jvm, "temporaljoins.Py4jRelease").release
     client.garbage_collect_object = BulkRelease(client, release, gateway)
     return True

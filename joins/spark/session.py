@@ -255,12 +255,13 @@ def trim_hadoop_defaults(spark: SparkSession) -> list[str]:
     (`temporaljoins.HadoopDefaults` says why; TJ_HADOOP_DEFAULTS=keep keeps them). Returns the
     resources dropped; none without the engine's JVM classes."""
     from joins.spark.jvm import unavailable_reason
+    from joins.spark.names import jvm_class
 
     if unavailable_reason(spark) is not None:
         return []
     jvm = spark._jvm
     assert jvm is not None
-    return [str(name) for name in jvm.temporaljoins.HadoopDefaults.trim()]
+    return [str(name) for name in jvm_class(jvm, "temporaljoins.HadoopDefaults").trim()]
 
 
 def stop_spark() -> None:

@@ -30,7 +30,7 @@ def test_classes_resolve_once_and_everything_else_as_before(spark: Any) -> None:
     assert jvm.PythonUtils is jvm.PythonUtils                  # a class: looked up once
     assert jvm.functions.col is jvm.functions.col              # a static method: once
     assert jvm.java.lang.Math.abs(-3) == 3                     # packages still resolve
-    assert jvm.java.util is jvm.java.util                      # a package: looked up once
+    assert jvm.no_such_name is not jvm.no_such_name            # a package, or nothing yet: asked
     assert jvm.java.lang.Integer.MAX_VALUE == 2**31 - 1        # a static field: read each time
     assert jvm.java.util.ArrayList().size() == 0               # constructors
     assert spark._jvm is jvm
@@ -53,14 +53,16 @@ def round_trips(spark: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return sent
 
 
-def test_a_class_under_a_package_is_reached_without_a_round_trip(
-        spark: Any, round_trips: list[str]) -> None:
-    """py4j tries a package's name as a class under every import (a miss each, every jar
-    searched) before it answers "package": the engine reaches its classes so at every write."""
+def test_a_class_by_its_full_name_is_reached_once(spark: Any, round_trips: list[str]) -> None:
+    """`jvm.java.util.regex.Pattern` sends each package's name first, which py4j tries as a class
+    under every import (a miss each, every jar searched); the engine reaches its classes by full
+    name, once per process."""
+    from joins.spark.names import jvm_class
+
     jvm = SparkContext._jvm
-    pattern = jvm.java.util.regex.Pattern
+    pattern = jvm_class(jvm, "java.util.regex.Pattern")
     round_trips.clear()
-    assert jvm.java.util.regex.Pattern is pattern
+    assert jvm_class(jvm, "java.util.regex.Pattern") is pattern
     assert round_trips == []
     assert list(pattern.compile(",").split("a,b")) == ["a", "b"]
 

@@ -142,9 +142,11 @@ def _decide_in_jvm(new: DataFrame, buffer: DataFrame | None, spec: StreamTableJo
     fate names from here so that they are written once. `new` and `buffer`: the same columns."""
     from pyspark.sql import DataFrame as _DataFrame
 
+    from joins.spark.names import jvm_class
+
     spark = new.sparkSession
     cols = new.columns
-    jdf = spark._jvm.temporaljoins.GraceDecision.decide(  # type: ignore[attr-defined]
+    jdf = jvm_class(spark._jvm, "temporaljoins.GraceDecision").decide(
         new._jdf, None if buffer is None else buffer._jdf, cols.index(ts), cols.index(seq),
         cols.index(TABLE_KEY), [cols.index(c) for c in value_cols], spec.grace_ms is not None,
         spec.grace_ms or 0, late_fate, spec.join == "inner", stream_time_before is not None,

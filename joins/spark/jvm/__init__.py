@@ -169,9 +169,13 @@ def _loaded(spark: SparkSession) -> bool:
 
 def entry(spark: SparkSession) -> Any:
     """The AsOfJoin class, for calls through py4j."""
-    return spark._jvm.temporaljoins.AsOfJoin  # type: ignore[attr-defined]
+    from joins.spark.names import jvm_class
+
+    return jvm_class(spark._jvm, "temporaljoins.AsOfJoin")
 
 
 def shuffled_entry(spark: SparkSession) -> Any:
     """The ShuffledAsOf class (the as-of join's shuffle form), for calls through py4j."""
-    return spark._jvm.temporaljoins.ShuffledAsOf  # type: ignore[attr-defined]
+    from joins.spark.names import jvm_class
+
+    return jvm_class(spark._jvm, "temporaljoins.ShuffledAsOf")
