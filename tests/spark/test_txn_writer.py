@@ -131,14 +131,17 @@ def test_a_write_that_creates_its_table_runs_no_query_for_the_files_before_it(
     # test checks what the commits wrote.
     scheduler = None if is_connect(spark) else spark.sparkContext._jsc.sc().dagScheduler()
 
-    def jobs(version: int) -> int:
-        before = 0 if scheduler is None else scheduler.numTotalJobs()
+    def write(version: int) -> int | None:
+        """The Spark jobs the write ran, where the client sees them."""
+        before = None if scheduler is None else scheduler.numTotalJobs()
         lake.write_delta(frame, str(tmp_path / "t"), mode=mode, partition_by=["day"],
                          app_txn=lake.AppTxn("app", version))
-        return 1 if scheduler is None else scheduler.numTotalJobs() - before
+        return None if before is None else scheduler.numTotalJobs() - before
 
     lake.write_delta(frame, str(tmp_path / "warm"))
-    assert jobs(1) == jobs(2) == 1, "creating the table ran a query of its own"
+    created, appended = write(1), write(2)
+    if scheduler is not None:
+        assert created == appended == 1, "creating the table ran a query of its own"
     first = json.loads((tmp_path / "t" / "_delta_log" / f"{0:020d}.crc").read_text())
     assert first["numFiles"] == 2 and len(first["allFiles"]) == 2, first
     assert [t["appId"] for t in first["setTransactions"]] == ["app"]
