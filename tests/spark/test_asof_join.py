@@ -392,6 +392,53 @@ EXTREME_TABLE: list[TableRow] = [
 EXTREME_PROBES = [LO, LO + 1, LO + 2, -6, -5, -1, 0, 1, REAL - 1, REAL, REAL + 1, HI - 2, HI - 1, HI]
 
 
+@pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)
+def test_index_probe_hands_on_stream_rows_of_any_width_whole(spark: Any) -> None:
+    """The probe keeps a batch of 256 stream rows in one buffer, grown for wide rows and reused
+    by the next batch (temporaljoins.BatchProbe): every row comes out whole, with its answer."""
+    rows = [(i, i % 7, i, "x" * ((i * 37) % 500)) for i in range(1_500)]
+    sdf = spark.createDataFrame(rows, "id long, k long, ts long, note string").coalesce(1)
+    tdf = spark.createDataFrame([(k, 0, f"v{k}", False) for k in range(6)], TABLE_SCHEMA)
+    joined = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts",
+                       tombstone_col="tomb", how="left", strategy="index")
+    got = sorted(tuple(r) for r in joined.select("id", "k", "ts", "note", "val").collect())
+    assert got == [(i, k, ts, note, None if k == 6 else f"v{k}") for i, k, ts, note in rows]
+
+
+@pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)
+@settings(max_examples=examples(4), deadline=None, database=None)
+@given(seed=st.integers(0, 2**32 - 1), keys_held=st.sampled_from([3, 40, 700]),
+       key_scale=st.sampled_from([1, 1_000_003, -(2**50)]), key_as=st.sampled_from(["long", "string"]),
+       extremes=st.booleans())
+def test_index_of_thousands_of_versions_in_one_task(spark: Any, seed: int, keys_held: int,
+                                                    key_scale: int, key_as: str,
+                                                    extremes: bool) -> None:
+    """A task sorts a partition of more than 2,048 versions by radix (temporaljoins.VersionSort),
+    passing only over the digits that vary: dense, spread and negative keys, hashed keys (every
+    bit varies), timestamps from the ends of the long range to real ones."""
+    import random
+
+    rng = random.Random(seed)
+    ts_choices = [lambda: rng.randrange(-10**6, 10**6), lambda: rng.randrange(REAL, REAL + 10**8)]
+    if extremes:
+        ts_choices.append(lambda: rng.choice([LO, LO + 1, HI - 1, HI]))
+    versions: dict[tuple[int, int], tuple[str, bool]] = {}
+    while len(versions) < 3_000:
+        versions[(rng.randrange(keys_held) * key_scale, rng.choice(ts_choices)())] = (
+            f"v{len(versions)}", rng.random() < 0.05)
+    table = [(k, ts, val, tomb) for (k, ts), (val, tomb) in versions.items()]
+    picks = [rng.choice(table) for _ in range(300)]
+    stream = [(i, k, min(HI, max(LO, ts + rng.choice([-1, 0, 1]))), None)
+              for i, (k, ts, _, _) in enumerate(picks)]
+    stream += [(300, keys_held * key_scale + 1, 0, None), (301, None, 5, None)]
+    sdf, tdf = frames(spark, stream, table, key_as)
+    joined = asof_join(sdf, tdf.coalesce(1), stream_key="k", stream_ts="ts", table_key="k",
+                       table_ts="ts", tombstone_col="tomb", how="left", strategy="index")
+    got = sorted(((r[0], r[1], r[2]) for r in joined.select("id", "val", "table_valid_from").collect()),
+                 key=repr)
+    assert got == brute_force(stream, table, how="left")
+
+
 @pytest.mark.parametrize("versions_per_bucket", [1, 2])
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_ts_at_the_ends_of_the_long_range(spark: Any, strategy: str, versions_per_bucket: int) -> None:

@@ -134,9 +134,7 @@ final class Runs {
       used += size;
       offsets[++n] = used;
     }
-    int[] order = new int[n];
-    for (int i = 0; i < n; i++) order[i] = i;
-    sort(order, keys, ts, 0, n - 1);
+    int[] order = VersionSort.order(keys, ts, n);
     Run run = allocate(n, width, used);
     int at = 0;
     for (int i = 0; i < n; i++) {
@@ -271,43 +269,5 @@ final class Runs {
     }
     kept.n = m;
     return kept;
-  }
-
-  private static boolean less(long[] k, long[] t, int a, int b) {
-    return k[a] < k[b] || (k[a] == k[b] && t[a] < t[b]);
-  }
-
-  /** Sorts positions by (k, t): quicksort with random pivots on primitives (no boxing). */
-  static void sort(int[] order, long[] k, long[] t, int lo, int hi) {
-    while (hi - lo > 16) {
-      int pivot = order[lo + java.util.concurrent.ThreadLocalRandom.current().nextInt(hi - lo + 1)];
-      int i = lo;
-      int j = hi;
-      while (i <= j) {
-        while (less(k, t, order[i], pivot)) i++;
-        while (less(k, t, pivot, order[j])) j--;
-        if (i <= j) {
-          int x = order[i];
-          order[i] = order[j];
-          order[j] = x;
-          i++;
-          j--;
-        }
-      }
-      if (j - lo < hi - i) {  // recurse into the smaller side: stack depth stays logarithmic
-        sort(order, k, t, lo, j);
-        lo = i;
-      } else {
-        sort(order, k, t, i, hi);
-        hi = j;
-      }
-    }
-    for (int i = lo + 1; i <= hi; i++) {
-      for (int j = i; j > lo && less(k, t, order[j], order[j - 1]); j--) {
-        int x = order[j];
-        order[j] = order[j - 1];
-        order[j - 1] = x;
-      }
-    }
   }
 }
