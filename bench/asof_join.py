@@ -17,6 +17,11 @@ DuckDB's median from the same invocation, printed as a table and saved to
 bench/results/asof_join.json. Row counts and checksums must agree across engines, or the run
 fails.
 
+`spark_read` is no join: Spark reading both sides in full into the `noop` sink, one job each
+(as the project's broadcast index runs one job per side), timed by the same protocol. It is the
+floor under every Spark plan here, and puts the goal of a ratio to DuckDB in scale: DuckDB's
+whole as-of join may take less than Spark takes to read its inputs.
+
 A Spark engine that exceeds `--timeout` seconds on a run is cancelled and reported as a timeout
 (the naive join is quadratic in a hot key's size and never finishes on skewed data).
 """
@@ -38,13 +43,14 @@ from bench.harness import (
     machine,
     report,
     spark_engine,
+    spark_read_floor,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 RESULTS = Path(__file__).resolve().parent / "results" / "asof_join.json"
-ENGINES = ("duckdb", "polars", "spark_asof", "spark_asof_index_shuffle", "spark_asof_sql",
+ENGINES = ("duckdb", "polars", "spark_read", "spark_asof", "spark_asof_index_shuffle", "spark_asof_sql",
            "spark_asof_shuffle", "spark_naive", "tempo")
 # Our join's strategies: auto (the JVM index here), the index's shuffle form (for a table too large
 # to broadcast), the pure-SQL broadcast plan, the SQL shuffle plan.
@@ -161,7 +167,10 @@ def _warm_jvm(spark: SparkSession, engines: list[str], hows: list[str], rounds: 
     ds = generate(data_set(100_000, 10_000, "uniform"))
     print("warming up the JVM on", ds.name, flush=True)
     for _ in range(rounds):
-        for engine in engines:
+        if "spark_read" in engines:
+            for df in read_sides(spark, ds):
+                df.write.format("noop").mode("overwrite").save()
+        for engine in (e for e in engines if e != "spark_read"):
             for how in hows:
                 with contextlib.suppress(ImportError):  # tempo may be absent
                     _builder(spark, ds, engine, how)().write.format("noop").mode("overwrite").save()
@@ -178,6 +187,10 @@ def run_size(spark: SparkSession | None, ds: DataSet, size: str, how: str, engin
                 local_engine(lambda c: duckdb_run(ds, how, c), runs=runs, warmup=warmup, res=res)
             elif engine == "polars":
                 local_engine(lambda c: polars_run(ds, how, c), runs=runs, warmup=warmup, res=res)
+            elif engine == "spark_read":
+                assert spark is not None
+                spark_read_floor(spark, lambda: list(read_sides(spark, ds)), runs=runs,
+                                 warmup=warmup, timeout=timeout, res=res)
             else:
                 assert spark is not None
                 if engine == "tempo":

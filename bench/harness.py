@@ -39,6 +39,8 @@ class Result:
     note: str = ""
     median_s: float | None = None
     ratio_to_duckdb: float | None = None
+    floor: bool = False  # reads the inputs and joins nothing: no result to compare
+
 
     def finish(self) -> None:
         if self.times_s:
@@ -108,6 +110,26 @@ def spark_engine(spark: SparkSession, build: Callable[[], DataFrame], ids: tuple
         res.status, res.note = "timeout", f"{exc} in {stage}"
 
 
+def spark_read_floor(spark: SparkSession, sides: Callable[[], list[DataFrame]], *, runs: int,
+                     warmup: int, timeout: float, res: Result) -> None:
+    """What any Spark plan of a join pays before it joins anything: each input read in full
+    and written to the `noop` sink, one job per side as the project's broadcast plans run, timed
+    by the same protocol as a join. `rows` is the rows read; there is no checksum to compare."""
+    res.floor = True
+    stage = "the count run"
+    try:
+        res.rows = spark_action(spark, lambda: sum(df.count() for df in sides()), timeout)
+        stage = "a warm-up or timed run"
+
+        def read_all() -> None:
+            for df in sides():
+                df.write.format("noop").mode("overwrite").save()
+
+        res.times_s = timed(lambda: spark_action(spark, read_all, timeout), runs, warmup)
+    except Timeout as exc:
+        res.status, res.note = "timeout", f"{exc} in {stage}"
+
+
 def local_engine(run: Callable[[bool], Any], *, runs: int, warmup: int, res: Result) -> None:
     """The protocol for an in-process engine: `run(True)` returns (rows, checksum), `run(False)`
     is the timed form."""
@@ -168,7 +190,8 @@ def print_table(results: list[Result]) -> None:
         spread = f"{min(r.times_s):.2f}-{max(r.times_s):.2f}" if r.times_s else "-"
         ratio = f"{r.ratio_to_duckdb:.2f}" if r.ratio_to_duckdb is not None else "-"
         rows = str(r.rows) if r.rows is not None else "-"
-        status = str(r.checksum) if r.status == "ok" else f"{r.status} ({r.note})"
+        status = (("floor: reads its inputs, joins nothing" if r.floor else str(r.checksum))
+                  if r.status == "ok" else f"{r.status} ({r.note})")
         print(f"{r.size:<10} {r.dist:<8} {r.how:<6} {r.engine:<19} {median:>9} {spread:>13} "
               f"{ratio:>9} {rows:>10}  {status}")
 
@@ -178,7 +201,7 @@ def check_content(results: list[Result]) -> list[str]:
     problems = []
     for case in sorted({(r.size, r.dist, r.how) for r in results}):
         found = {r.engine: (r.rows, r.checksum) for r in results
-                 if (r.size, r.dist, r.how) == case and r.status == "ok"}
+                 if (r.size, r.dist, r.how) == case and r.status == "ok" and not r.floor}
         if len(set(found.values())) > 1:
             problems.append(f"{' '.join(case)}: results differ (rows, checksum): {found}")
     return problems

@@ -43,3 +43,18 @@ def test_engines_that_disagree_on_the_rows_fail_the_run(
     assert _report(results, tmp_path / "run.json") == 1
     assert json.loads((tmp_path / "run.json").read_text())["content_problems"]
     assert "CONTENT MISMATCH: 1m uniform inner: results differ" in capsys.readouterr().out
+
+
+def test_a_floor_gets_its_ratio_but_is_not_compared_by_content(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A floor reads the inputs and joins nothing: its row count is the rows read, with no checksum.
+    floor = Result(size="1m", dist="uniform", engine="spark_read", times_s=[0.5], rows=11, floor=True)
+    floor.finish()
+    results = [_result("duckdb", [1.0], 7), floor, _result("ours", [1.5], 7)]
+    assert _report(results, tmp_path / "run.json") == 0
+    assert floor.ratio_to_duckdb == 0.5
+    out = capsys.readouterr().out
+    assert "floor: reads its inputs, joins nothing" in out and "CONTENT MISMATCH" not in out
+    # The floor does not hide a real disagreement.
+    results = [_result("duckdb", [1.0], 7), floor, _result("ours", [1.5], 8)]
+    assert _report(results, tmp_path / "run.json") == 1
