@@ -406,16 +406,17 @@ def test_index_probe_hands_on_stream_rows_of_any_width_whole(spark: Any) -> None
 
 
 @pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)
-@settings(max_examples=examples(4), deadline=None, database=None)
+@pytest.mark.parametrize("partitions", [1, 3, 12])
+@settings(max_examples=examples(3), deadline=None, database=None)
 @given(seed=st.integers(0, 2**32 - 1), keys_held=st.sampled_from([3, 40, 700]),
        key_scale=st.sampled_from([1, 1_000_003, -(2**50)]), key_as=st.sampled_from(["long", "string"]),
        extremes=st.booleans())
-def test_index_of_thousands_of_versions_in_one_task(spark: Any, seed: int, keys_held: int,
-                                                    key_scale: int, key_as: str,
-                                                    extremes: bool) -> None:
+def test_index_of_thousands_of_versions(spark: Any, seed: int, keys_held: int, key_scale: int,
+                                        key_as: str, extremes: bool, partitions: int) -> None:
     """A task sorts a partition of more than 2,048 versions by radix (temporaljoins.VersionSort),
     passing only over the digits that vary: dense, spread and negative keys, hashed keys (every
-    bit varies), timestamps from the ends of the long range to real ones."""
+    bit varies), timestamps from the ends of the long range to real ones. The driver merges a
+    few tasks' runs by scanning their heads, many (12) through a heap (temporaljoins.Runs)."""
     import random
 
     rng = random.Random(seed)
@@ -432,7 +433,8 @@ def test_index_of_thousands_of_versions_in_one_task(spark: Any, seed: int, keys_
               for i, (k, ts, _, _) in enumerate(picks)]
     stream += [(300, keys_held * key_scale + 1, 0, None), (301, None, 5, None)]
     sdf, tdf = frames(spark, stream, table, key_as)
-    joined = asof_join(sdf, tdf.coalesce(1), stream_key="k", stream_ts="ts", table_key="k",
+    tdf = tdf.coalesce(1) if partitions == 1 else tdf.repartition(partitions)
+    joined = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k",
                        table_ts="ts", tombstone_col="tomb", how="left", strategy="index")
     got = sorted(((r[0], r[1], r[2]) for r in joined.select("id", "val", "table_valid_from").collect()),
                  key=repr)
