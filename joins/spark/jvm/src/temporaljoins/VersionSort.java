@@ -10,10 +10,14 @@ package temporaljoins;
  * digit radix sort instead streams the (key, ts, position) triples through the passes in order,
  * and makes passes only over the digits that vary (a day of millisecond timestamps varies in 27
  * bits, 100k dense keys in 17): five passes of 11 bits where a comparison sort makes twenty.
- * Small partitions keep the comparison sort, whose setup is cheaper.
+ * Small partitions keep the comparison sort, whose setup is cheaper, and so do partitions of
+ * more than 4M versions: the radix sort's buffers take 40 bytes a version where the comparison
+ * sort's positions take 4, and a partition of a table too large to broadcast (the index's shuffle
+ * form) may hold tens of millions.
  */
 final class VersionSort {
   private static final int RADIX_MIN = 2048;
+  private static final int RADIX_MAX = 1 << 22;
   private static final int BITS = 11;
   private static final int BUCKETS = 1 << BITS;
 
@@ -24,7 +28,7 @@ final class VersionSort {
    * resolves them by their sequence.
    */
   static int[] order(long[] keys, long[] ts, int n) {
-    if (n < RADIX_MIN) {
+    if (n < RADIX_MIN || n > RADIX_MAX) {
       int[] order = new int[n];
       for (int i = 0; i < n; i++) order[i] = i;
       sort(order, keys, ts, 0, n - 1);
