@@ -41,7 +41,6 @@ class Result:
     ratio_to_duckdb: float | None = None
     floor: bool = False  # reads the inputs and joins nothing: no result to compare
 
-
     def finish(self) -> None:
         if self.times_s:
             self.median_s = statistics.median(self.times_s)
@@ -95,19 +94,35 @@ def spark_action(spark: SparkSession, action: Callable[[], Any], timeout: float)
     return value[0]
 
 
+def _noop(df: DataFrame) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def _spark_protocol(spark: SparkSession, first: Callable[[], Any], record: Callable[[Any], None],
+                    run: Callable[[], None], *, first_stage: str, runs: int, warmup: int,
+                    timeout: float, res: Result) -> None:
+    """One untimed `first` (its value to `record`), then `warmup` and `runs` timed `run`s, each a
+    cancellable Spark action; a timeout is reported with the stage it happened in."""
+    stage = first_stage
+    try:
+        record(spark_action(spark, first, timeout))
+        stage = "a warm-up or timed run"
+        res.times_s = timed(lambda: spark_action(spark, run, timeout), runs, warmup)
+    except Timeout as exc:
+        res.status, res.note = "timeout", f"{exc} in {stage}"
+
+
 def spark_engine(spark: SparkSession, build: Callable[[], DataFrame], ids: tuple[str, str], *,
                  runs: int, warmup: int, timeout: float, res: Result) -> None:
     """The protocol for a Spark plan: checksum over the `ids` columns, then the `noop` sink
     (every output column materialized, nothing written)."""
-    stage = "the checksum run"
-    try:
-        res.rows, res.checksum = spark_action(spark, lambda: spark_checksum(build(), *ids), timeout)
-        stage = "a warm-up or timed run"
-        res.times_s = timed(lambda: spark_action(
-            spark, lambda: build().write.format("noop").mode("overwrite").save(), timeout),
-            runs, warmup)
-    except Timeout as exc:
-        res.status, res.note = "timeout", f"{exc} in {stage}"
+
+    def record(value: tuple[int, int]) -> None:
+        res.rows, res.checksum = value
+
+    _spark_protocol(spark, lambda: spark_checksum(build(), *ids), record, lambda: _noop(build()),
+                    first_stage="the checksum run", runs=runs, warmup=warmup, timeout=timeout,
+                    res=res)
 
 
 def spark_read_floor(spark: SparkSession, sides: Callable[[], list[DataFrame]], *, runs: int,
@@ -116,18 +131,16 @@ def spark_read_floor(spark: SparkSession, sides: Callable[[], list[DataFrame]], 
     and written to the `noop` sink, one job per side as the project's broadcast plans run, timed
     by the same protocol as a join. `rows` is the rows read; there is no checksum to compare."""
     res.floor = True
-    stage = "the count run"
-    try:
-        res.rows = spark_action(spark, lambda: sum(df.count() for df in sides()), timeout)
-        stage = "a warm-up or timed run"
 
-        def read_all() -> None:
-            for df in sides():
-                df.write.format("noop").mode("overwrite").save()
+    def record(rows: int) -> None:
+        res.rows = rows
 
-        res.times_s = timed(lambda: spark_action(spark, read_all, timeout), runs, warmup)
-    except Timeout as exc:
-        res.status, res.note = "timeout", f"{exc} in {stage}"
+    def read_all() -> None:
+        for df in sides():
+            _noop(df)
+
+    _spark_protocol(spark, lambda: sum(df.count() for df in sides()), record, read_all,
+                    first_stage="the count run", runs=runs, warmup=warmup, timeout=timeout, res=res)
 
 
 def local_engine(run: Callable[[bool], Any], *, runs: int, warmup: int, res: Result) -> None:

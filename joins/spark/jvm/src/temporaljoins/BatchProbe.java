@@ -119,7 +119,7 @@ final class BatchProbe implements Iterator<InternalRow> {
       used = 0;
     }
     UnsafeRow row = pooled[i];
-    if (row == null || row.numFields() != u.numFields()) row = pooled[i] = new UnsafeRow(u.numFields());
+    if (row == null) row = pooled[i] = new UnsafeRow(u.numFields());  // one stream: one width
     u.writeToMemory(arena, Platform.BYTE_ARRAY_OFFSET + used);
     row.pointTo(arena, Platform.BYTE_ARRAY_OFFSET + used, len);
     used += len;
