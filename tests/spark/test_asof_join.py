@@ -405,6 +405,23 @@ def test_index_probe_hands_on_stream_rows_of_any_width_whole(spark: Any) -> None
     assert got == [(i, k, ts, note, None if k == 6 else f"v{k}") for i, k, ts, note in rows]
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_join_that_carries_no_table_column(spark: Any, strategy: str) -> None:
+    """No value column and no valid-from column: the join only says which stream rows have a
+    live version (the index then holds no value bytes at all; it once read the first of none)."""
+    stream: list[StreamRow] = [(0, 1, 9, None), (1, 1, 10, None), (4, 1, 35, None),
+                               (5, 1, 40, None), (7, 2, 49, None), (8, 3, 20, None)]
+    sdf, tdf = frames(spark, stream, TABLE)
+    for how in ("inner", "left"):
+        joined = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts",
+                           tombstone_col="tomb", table_value_cols=[], valid_from_col=None,
+                           how=how, strategy=strategy)  # type: ignore[arg-type]
+        assert joined.columns == ["id", "k", "ts", "fk"]
+        got = sorted(r.id for r in joined.collect())
+        # 0: before the first version; 4: a tombstone's validity; 8: an unknown key
+        assert got == ([1, 5, 7] if how == "inner" else [0, 1, 4, 5, 7, 8]), how
+
+
 @pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)
 @pytest.mark.parametrize("partitions", [1, 3, 12])
 @settings(max_examples=examples(3), deadline=None, database=None)

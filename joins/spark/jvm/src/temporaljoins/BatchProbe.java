@@ -14,9 +14,13 @@ import org.apache.spark.unsafe.Platform;
  * Joins stream rows to a {@link Lookup} (one VersionIndex, or a held base and its delta) a batch at a time.
  *
  * <p>Why batches: one row's lookup is a chain of dependent loads (key -> run of versions -> binary
- * search -> value bytes), each likely a cache miss on a large table, so a row-at-a-time loop waits
- * for every miss in turn. Done in passes over a batch, the loads of one pass are independent and
- * the CPU overlaps their misses; measured, this took a third off the probe on 5M x 1M rows.
+ * search -> tombstone -> value bytes), each likely a cache miss on a large table, so a
+ * row-at-a-time loop waits for every miss in turn. Done in passes over a batch, the loads of one
+ * pass are independent and the CPU overlaps their misses; measured, this took a third off the
+ * probe on 5M x 1M rows. A pass with branches the CPU mispredicts (the binary search) overlaps
+ * few misses, so the straight-line pass before it reads what the search will read first (the
+ * ends of each run of versions), and the tombstone and the value bytes are read in the pass
+ * after it: the held probe of 5M events on 1M versions (uniform keys) 0.93 s against 1.31 s.
  *
  * <p>Each row handed on is a view, (stream row ++ value row), valid until the next call: the
  * consumer (Spark's scan of the output RDD) copies it into an UnsafeRow at once. So the batch's
@@ -91,14 +95,19 @@ final class BatchProbe implements Iterator<InternalRow> {
         deltaRanges[i] = index.deltaRange(key);
       }
     }
+    long touched = 0;
+    for (int i = 0; i < size; i++) {
+      touched += index.touchTs(ranges[i], deltaRanges[i]);
+    }
     for (int i = 0; i < size; i++) {
       found[i] = index.search(ranges[i], deltaRanges[i], Columns.read(batch[i], tsOrd, tsCode));
     }
-    int touched = 0;
     for (int i = 0; i < size; i++) {
-      if (found[i] >= 0) touched += index.touch(found[i]);
+      int p = found[i];
+      if (p < 0) continue;
+      if (index.answers(p)) touched += index.touch(p); else found[i] = -1;
     }
-    sink += touched;
+    sink += (int) touched;
     if (sameKey != null) {
       // A hashed key: the answer is for this key only if the keys themselves are equal (a stream
       // key absent from the table may share a table key's hash).

@@ -45,15 +45,24 @@ final class Lookup {
     return delta == null ? -1 : delta.range(key);
   }
 
-  /** The position answering get(key, t), given the key's ranges in both layers, or -1. */
+  /** Reads the ends of the key's ranges in both layers (see {@link VersionIndex#touchTs}). */
+  long touchTs(long range, long deltaRange) {
+    return base.touchTs(range) ^ (delta == null ? 0 : delta.touchTs(deltaRange));
+  }
+
+  /**
+   * The position of the version that get(key, t) finds, given the key's ranges in both layers, or
+   * -1: the latest at or before t, unless history retention has expired it. It answers unless it
+   * is a tombstone, which {@link #answers} says: a separate step, so that a batch's tombstone
+   * reads, each a likely cache miss, are independent of one another instead of each waiting for
+   * its row's search.
+   */
   int search(long range, long deltaRange, long t) {
     int b = base.floor(range, t);
     int d = delta == null ? -1 : delta.floor(deltaRange, t);
     if (b < 0 && d < 0) return -1;
     boolean fromDelta = d >= 0 && (b < 0 || delta.ts(d) >= base.ts(b));
-    VersionIndex layer = fromDelta ? delta : base;
     int p = fromDelta ? d : b;
-    if (layer.tombstone(p)) return -1;
     if (hasBound && t < bound && !latest(p, fromDelta, range, deltaRange)) return -1;
     return fromDelta ? split + p : p;
   }
@@ -70,7 +79,12 @@ final class Lookup {
     return p == (int) range - 1 && (deltaRange < 0 || delta.ts((int) deltaRange - 1) < base.ts(p));
   }
 
-  byte touch(int p) {
+  /** Whether the version at p (from {@link #search}) answers: it is not a tombstone. */
+  boolean answers(int p) {
+    return p < split ? !base.tombstone(p) : !delta.tombstone(p - split);
+  }
+
+  int touch(int p) {
     return p < split ? base.touch(p) : delta.touch(p - split);
   }
 

@@ -10,8 +10,8 @@ import org.apache.spark.unsafe.Platform;
  * key to its run of versions, and each version's value columns as UnsafeRow bytes in one array.
  *
  * <p>floor(range(key), t) finds the version of the key with the largest ts <= t; {@link Lookup#search}
- * makes it seed 000's versioned-store get: a tombstone answers nothing; past history retention
- * (t < bound) only the key's latest version answers (it never expires).
+ * and {@link Lookup#answers} make it seed 000's versioned-store get: a tombstone answers nothing;
+ * past history retention (t < bound) only the key's latest version answers (it never expires).
  *
  * <p>Keys that are dense integers (span at most 4x the number of keys) are addressed directly, as
  * Spark's dense hashed relation does; other keys go through an open-addressing hash. Everything is
@@ -132,9 +132,24 @@ public final class VersionIndex implements Serializable {
     return bound;
   }
 
-  /** Reads the first byte of version p's values, so that they are in cache when copied. */
-  byte touch(int p) {
-    return values[valueOffsets[p]];
+  /**
+   * Reads the first and the last ts of a range (0 when there is none), so that the search that
+   * follows finds them in cache: a binary search's mispredicted branches would otherwise make its
+   * first cache miss wait, row after row.
+   */
+  long touchTs(long range) {
+    if (range < 0) return 0;
+    return ts[(int) (range >>> 32)] ^ ts[(int) range - 1];
+  }
+
+  /**
+   * Reads the first and the last byte of version p's values, so that they are in cache when
+   * copied: a value row may straddle two cache lines (rows are not aligned to them).
+   */
+  int touch(int p) {
+    int start = valueOffsets[p];
+    int end = valueOffsets[p + 1];
+    return start == end ? 0 : values[start] + values[end - 1];  // no value columns: no bytes
   }
 
   /** Points row at version p's value columns. */
