@@ -395,14 +395,16 @@ EXTREME_PROBES = [LO, LO + 1, LO + 2, -6, -5, -1, 0, 1, REAL - 1, REAL, REAL + 1
 @pytest.mark.skipif(not INDEX_RUNS, reason=NO_INDEX)
 def test_index_probe_hands_on_stream_rows_of_any_width_whole(spark: Any) -> None:
     """The probe keeps a batch of 256 stream rows in one buffer, grown for wide rows and reused
-    by the next batch (temporaljoins.BatchProbe): every row comes out whole, with its answer."""
+    by the next batch (temporaljoins.BatchProbe): every row comes out whole, with its answer.
+    The table's values differ in width too (the index then keeps each version's offset)."""
     rows = [(i, i % 7, i, "x" * ((i * 37) % 500)) for i in range(1_500)]
     sdf = spark.createDataFrame(rows, "id long, k long, ts long, note string").coalesce(1)
-    tdf = spark.createDataFrame([(k, 0, f"v{k}", False) for k in range(6)], TABLE_SCHEMA)
+    values = {k: f"v{k}" + "y" * (9 * k) for k in range(6)}
+    tdf = spark.createDataFrame([(k, 0, v, False) for k, v in values.items()], TABLE_SCHEMA)
     joined = asof_join(sdf, tdf, stream_key="k", stream_ts="ts", table_key="k", table_ts="ts",
                        tombstone_col="tomb", how="left", strategy="index")
     got = sorted(tuple(r) for r in joined.select("id", "k", "ts", "note", "val").collect())
-    assert got == [(i, k, ts, note, None if k == 6 else f"v{k}") for i, k, ts, note in rows]
+    assert got == [(i, k, ts, note, values.get(k)) for i, k, ts, note in rows]
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

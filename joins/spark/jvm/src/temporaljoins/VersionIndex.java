@@ -27,7 +27,12 @@ public final class VersionIndex implements Serializable {
   private final long[] ts;
   private final boolean[] tombstone;
   private final byte[] values;
-  private final int[] valueOffsets;  // version i's value bytes: [valueOffsets[i], valueOffsets[i + 1])
+  // Version i's value bytes: [i * width, (i + 1) * width) when every version's take the same
+  // width (value columns of fixed width: numbers, times, flags), else [valueOffsets[i],
+  // valueOffsets[i + 1]) and width is -1. Without the offsets a lookup saves a dependent cache
+  // miss, and the broadcast 4 bytes a version.
+  private final int[] valueOffsets;
+  private final int width;
   private final StructType valueSchema;
   private final boolean hasBound;
   private final long bound;
@@ -38,7 +43,8 @@ public final class VersionIndex implements Serializable {
     this.ts = ts;
     this.tombstone = tombstone;
     this.values = values;
-    this.valueOffsets = valueOffsets;
+    this.width = sameWidth(valueOffsets);
+    this.valueOffsets = width >= 0 ? null : valueOffsets;
     this.valueSchema = valueSchema;
     this.hasBound = hasBound;
     this.bound = bound;
@@ -77,6 +83,16 @@ public final class VersionIndex implements Serializable {
       slots[2 * s + 1] = ((long) i << 32) | j;
       i = j;
     }
+  }
+
+  /** The one width of every version's value bytes, or -1 when they differ. */
+  private static int sameWidth(int[] offsets) {
+    if (offsets[0] != 0) return -1;
+    int width = offsets.length < 2 ? 0 : offsets[1];
+    for (int i = 1; i < offsets.length; i++) {
+      if (offsets[i] - offsets[i - 1] != width) return -1;
+    }
+    return width;
   }
 
   private int slot(long key) {
@@ -147,15 +163,19 @@ public final class VersionIndex implements Serializable {
    * copied: a value row may straddle two cache lines (rows are not aligned to them).
    */
   int touch(int p) {
-    int start = valueOffsets[p];
-    int end = valueOffsets[p + 1];
+    int start = width >= 0 ? p * width : valueOffsets[p];
+    int end = width >= 0 ? start + width : valueOffsets[p + 1];
     return start == end ? 0 : values[start] + values[end - 1];  // no value columns: no bytes
   }
 
   /** Points row at version p's value columns. */
   void pointTo(UnsafeRow row, int p) {
-    int off = valueOffsets[p];
-    row.pointTo(values, Platform.BYTE_ARRAY_OFFSET + off, valueOffsets[p + 1] - off);
+    if (width >= 0) {
+      row.pointTo(values, Platform.BYTE_ARRAY_OFFSET + p * width, width);
+    } else {
+      int off = valueOffsets[p];
+      row.pointTo(values, Platform.BYTE_ARRAY_OFFSET + off, valueOffsets[p + 1] - off);
+    }
   }
 
   public int valueFields() {
