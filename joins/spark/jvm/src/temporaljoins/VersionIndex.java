@@ -27,10 +27,10 @@ public final class VersionIndex implements Serializable {
   private final long[] ts;
   private final boolean[] tombstone;
   private final byte[] values;
-  // Version i's value bytes: [i * width, (i + 1) * width) when every version's take the same
-  // width (value columns of fixed width: numbers, times, flags), else [valueOffsets[i],
-  // valueOffsets[i + 1]) and width is -1. Without the offsets a lookup saves a dependent cache
-  // miss, and the broadcast 4 bytes a version.
+  // Version i's value bytes: [i * width, (i + 1) * width) when all versions' bytes have one
+  // width (as when every value column has a fixed width: numbers, times, flags), else
+  // [valueOffsets[i], valueOffsets[i + 1]) and width is -1. Without the offsets a lookup saves a
+  // dependent cache miss, and the broadcast 4 bytes a version.
   private final int[] valueOffsets;
   private final int width;
   private final StructType valueSchema;
