@@ -184,11 +184,8 @@ final class Runs {
     int[] cursor = new int[rs.length];
     // A table read by a few tasks gives a few runs: the next version is then found by a scan of
     // their heads, with no heap and no boxing (a 1M-version merge of 2 runs: 40-80 ms by heap).
-    PriorityQueue<Integer> heads = rs.length <= SCANNED_RUNS ? null : new PriorityQueue<>((a, b) -> {
-      long kx = rs[a].keys[cursor[a]];
-      long ky = rs[b].keys[cursor[b]];
-      return kx != ky ? Long.compare(kx, ky) : Long.compare(rs[a].ts[cursor[a]], rs[b].ts[cursor[b]]);
-    });
+    PriorityQueue<Integer> heads = rs.length <= SCANNED_RUNS ? null
+        : new PriorityQueue<>((a, b) -> compareHeads(rs, cursor, a, b));
     for (int i = 0; heads != null && i < rs.length; i++) {
       if (rs[i].n > 0) heads.add(i);
     }
@@ -238,15 +235,16 @@ final class Runs {
     for (int i = 0; i < rs.length; i++) {
       int c = cursor[i];
       if (c >= rs[i].n) continue;
-      if (best < 0) {
-        best = i;
-        continue;
-      }
-      long k = rs[i].keys[c];
-      long bk = rs[best].keys[cursor[best]];
-      if (k < bk || (k == bk && rs[i].ts[c] < rs[best].ts[cursor[best]])) best = i;
+      if (best < 0 || compareHeads(rs, cursor, i, best) < 0) best = i;
     }
     return best;
+  }
+
+  /** Runs a and b by their next versions, in (key, ts) order. */
+  private static int compareHeads(Run[] rs, int[] cursor, int a, int b) {
+    long ka = rs[a].keys[cursor[a]];
+    long kb = rs[b].keys[cursor[b]];
+    return ka != kb ? Long.compare(ka, kb) : Long.compare(rs[a].ts[cursor[a]], rs[b].ts[cursor[b]]);
   }
 
   static int compareSeq(long[] a, int from, long[] b, int bFrom, int width) {

@@ -163,19 +163,20 @@ public final class VersionIndex implements Serializable {
    * copied: a value row may straddle two cache lines (rows are not aligned to them).
    */
   int touch(int p) {
-    int start = width >= 0 ? p * width : valueOffsets[p];
-    int end = width >= 0 ? start + width : valueOffsets[p + 1];
+    int start = valueStart(p);
+    int end = valueStart(p + 1);
     return start == end ? 0 : values[start] + values[end - 1];  // no value columns: no bytes
   }
 
   /** Points row at version p's value columns. */
   void pointTo(UnsafeRow row, int p) {
-    if (width >= 0) {
-      row.pointTo(values, Platform.BYTE_ARRAY_OFFSET + p * width, width);
-    } else {
-      int off = valueOffsets[p];
-      row.pointTo(values, Platform.BYTE_ARRAY_OFFSET + off, valueOffsets[p + 1] - off);
-    }
+    int start = valueStart(p);
+    row.pointTo(values, Platform.BYTE_ARRAY_OFFSET + start, valueStart(p + 1) - start);
+  }
+
+  /** Where version p's value bytes start (p == size(): where the last one's end). */
+  private int valueStart(int p) {
+    return width >= 0 ? p * width : valueOffsets[p];
   }
 
   public int valueFields() {
