@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests import idle
 from tests.scheduling import UNKNOWN_S_PER_TEST, assumed_seconds, group_of_nodeid, known_seconds
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,20 +50,31 @@ class Recorder:
         self.outcomes: dict[str, str] = {}
         self.groups: dict[str, str] = {}
         self.load: list[float] = []
+        # Idle CPU-seconds of the whole machine between samples, and when each test ran: the
+        # report names the files that ran while cores idled (tests/idle.py).
+        self.idle: list[tuple[float, float]] = []
+        self.spans: dict[str, list[float]] = {}
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, name="load-sampler", daemon=True)
         self._sampler.start()
 
     def _sample(self) -> None:
+        last = idle.cpu_times()
         while not self._stop.is_set():
             self.load.append(round(os.getloadavg()[0], 2))
             self._stop.wait(LOAD_EVERY_S)
+            now = idle.cpu_times()
+            if now is not None and last is not None:
+                self.idle.append((round(time.time(), 2), round(now[0] - last[0], 2)))
+            last = now
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         nodeid = report.nodeid
         self.groups[nodeid] = group_of_nodeid(nodeid)
         self.seconds[nodeid] += report.duration
+        span = self.spans.setdefault(nodeid, [report.start, report.stop])
+        span[0], span[1] = min(span[0], report.start), max(span[1], report.stop)
         # A failed setup or teardown is the test's outcome; a passed one is not.
         if report.outcome != "passed" or (report.when == "call" and nodeid not in self.outcomes):
             self.outcomes[nodeid] = report.outcome
@@ -75,7 +87,9 @@ class Recorder:
         data = {"wall_s": round(time.time() - self.started, 1), "workers": self.workers,
                 "exit_status": int(exitstatus), "load": self.load,
                 "cpus": os.cpu_count(), "tests": {k: round(v, 3) for k, v in self.seconds.items()},
-                "outcomes": self.outcomes, "groups": self.groups}
+                "outcomes": self.outcomes, "groups": self.groups,
+                "idle": self.idle,
+                "spans": {k: [round(a, 2), round(b, 2)] for k, (a, b) in self.spans.items()}}
         (out / "timings.json").write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
@@ -120,6 +134,7 @@ def report(data: dict[str, Any], *, slowest: int = SLOWEST) -> str:
     if load:
         lines.append(f"   load average (1 min, every {LOAD_EVERY_S:.0f} s): mean "
                      f"{sum(load) / len(load):.1f}, max {max(load):.1f}, on {data.get('cpus')} cpus")
+    lines += idle.report(data)
     # Before the tables: the output still ends with the per-directory totals. Only xdist's
     # workers are scheduled by the figures (the cluster subset's own run, in one process, is not).
     missing = unscheduled(data, known_seconds()) if (data.get("workers") or 0) > 1 else []
