@@ -68,3 +68,20 @@ def test_groups_go_out_longest_first_and_a_group_stays_together(monkeypatch: Any
         "suite/b.py::1", "suite/b.py::2",
         "tests/lake/test_concurrent_writes.py::1", "tests/spark/test_one_writer.py::1",
         "suite/a.py::1", "suite/c.py::1"]
+
+
+def test_idle_seconds_go_to_the_files_that_ran_meanwhile() -> None:
+    from tests import idle
+
+    data = run_data({"suite/a.py::t": 10.0, "suite/b.py::t": 10.0, "suite/b.py::u": 1.0})
+    # a.py runs 0-10, b.py 5-12: the sample ending at 5 (from 0) is a.py's alone, the one ending
+    # at 10 is shared, the one ending at 15 is b.py's alone; none runs in the last.
+    data["spans"] = {"suite/a.py::t": [0.0, 10.0], "suite/b.py::t": [5.0, 11.0],
+                     "suite/b.py::u": [11.0, 12.0]}
+    data["idle"] = [[5.0, 2.0], [10.0, 4.0], [15.0, 1.0], [20.0, 3.0]]
+    assert idle.idle_by_file(data) == {"suite/a.py": 4.0, "suite/b.py": 3.0, "(between tests)": 3.0}
+    lines = idle.report(data)
+    assert lines[0] == "   idle cores: 10 of 240 CPU-seconds (4 %); the files running meanwhile:"
+    assert lines[1:] == ["        4 s  suite/a.py", "        3 s  suite/b.py",
+                         "        3 s  (between tests)"]
+    assert idle.report(run_data({})) == []
