@@ -30,14 +30,16 @@ def cpu_times() -> tuple[float, float] | None:
 
 
 def idle_by_file(data: dict[str, Any]) -> dict[str, float]:
-    """Each sample's idle seconds shared evenly among the files running over its interval."""
+    """Each sample's idle seconds shared evenly among the files running over its interval (from
+    the sample before it; the first sample, of no seconds, marks where the first begins)."""
     samples: list[list[float]] = data.get("idle") or []
     spans: dict[str, list[float]] = data.get("spans") or {}
     out: dict[str, float] = defaultdict(float)
     previous = None
     for at, seconds in samples:
-        start = previous if previous is not None else at - 5.0
-        previous = at
+        start, previous = (at if previous is None else previous), at
+        if seconds <= 0:
+            continue
         running = {nodeid.split("::", 1)[0] for nodeid, (a, b) in spans.items()
                    if a < at and b > start}
         for path in running or {"(between tests)"}:

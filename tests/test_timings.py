@@ -78,7 +78,7 @@ def test_idle_seconds_go_to_the_files_that_ran_meanwhile() -> None:
     # at 10 is shared, the one ending at 15 is b.py's alone; none runs in the last.
     data["spans"] = {"suite/a.py::t": [0.0, 10.0], "suite/b.py::t": [5.0, 11.0],
                      "suite/b.py::u": [11.0, 12.0]}
-    data["idle"] = [[5.0, 2.0], [10.0, 4.0], [15.0, 1.0], [20.0, 3.0]]
+    data["idle"] = [[0.0, 0.0], [5.0, 2.0], [10.0, 4.0], [15.0, 1.0], [20.0, 3.0]]
     assert idle.idle_by_file(data) == {"suite/a.py": 4.0, "suite/b.py": 3.0, "(between tests)": 3.0}
     lines = idle.report(data)
     assert lines[0] == "   idle cores: 10 of 240 CPU-seconds (4 %); the files running meanwhile:"

@@ -60,6 +60,8 @@ class Recorder:
 
     def _sample(self) -> None:
         last = idle.cpu_times()
+        if last is not None:
+            self.idle.append((round(time.time(), 2), 0.0))   # where the first interval starts
         while not self._stop.is_set():
             self.load.append(round(os.getloadavg()[0], 2))
             self._stop.wait(LOAD_EVERY_S)
