@@ -9,6 +9,7 @@ sample's idle seconds among the files whose tests ran in it.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,6 @@ SHOWN = 12
 
 def cpu_times() -> tuple[float, float] | None:
     """(idle, total) CPU-seconds of the whole machine since boot; None without /proc."""
-    import os
-
     try:
         fields = [int(x) for x in STAT.read_text().split("\n", 1)[0].split()[1:]]
     except (OSError, ValueError):
