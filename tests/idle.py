@@ -18,14 +18,13 @@ STAT = Path("/proc/stat")
 SHOWN = 12
 
 
-def cpu_times() -> tuple[float, float] | None:
-    """(idle, total) CPU-seconds of the whole machine since boot; None without /proc."""
+def idle_seconds() -> float | None:
+    """The whole machine's idle CPU-seconds since boot (iowait included); None without /proc."""
     try:
         fields = [int(x) for x in STAT.read_text().split("\n", 1)[0].split()[1:]]
     except (OSError, ValueError):
         return None
-    tick = os.sysconf("SC_CLK_TCK")
-    return (fields[3] + fields[4]) / tick, sum(fields[:8]) / tick
+    return (fields[3] + fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def idle_by_file(data: dict[str, Any]) -> dict[str, float]:

@@ -59,15 +59,15 @@ class Recorder:
         self._sampler.start()
 
     def _sample(self) -> None:
-        last = idle.cpu_times()
+        last = idle.idle_seconds()
         if last is not None:
             self.idle.append((round(time.time(), 2), 0.0))   # where the first interval starts
         while not self._stop.is_set():
             self.load.append(round(os.getloadavg()[0], 2))
             self._stop.wait(LOAD_EVERY_S)
-            now = idle.cpu_times()
+            now = idle.idle_seconds()
             if now is not None and last is not None:
-                self.idle.append((round(time.time(), 2), round(now[0] - last[0], 2)))
+                self.idle.append((round(time.time(), 2), round(now - last, 2)))
             last = now
 
     @pytest.hookimpl
