@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import Phase, find, given, settings
+from hypothesis import find, given
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
@@ -39,7 +39,7 @@ from joins.operators.fk_join.rhs import RightSide, SubscriptionEntry
 from joins.operators.fk_join.spec import FkJoinRecord, FkJoinSpec, parse_fk_record
 from joins.operators.registry import get_operator
 from joins.spec import parse_spec
-from tests.budget import examples
+from tests.budget import mutant_search
 
 SCENARIO_DIR = Path(__file__).parent.parent / "scenarios"
 MY_SCENARIOS = sorted([*SCENARIO_DIR.glob("004_*.json"), *SCENARIO_DIR.glob("config_error_fk_*.json")])
@@ -701,11 +701,7 @@ def test_interleaved_deliveries_converge(join: str, table: InstructionTable, ops
 
 def _finds_counterexample(strategy: st.SearchStrategy[Any], condition: Any) -> bool:
     try:
-        # Only "is there one?" matters here: skip shrinking (the slow part); derandomized so
-        # the answer is the same on every run.
-        find(strategy, condition,
-             settings=settings(max_examples=examples(3000), database=None, deadline=None,
-                               phases=[Phase.generate], derandomize=True))
+        find(strategy, condition, settings=mutant_search(3000))
     except NoSuchExample:
         return False
     return True

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import find, given, settings
+from hypothesis import find, given
 from hypothesis import strategies as st
 
 from joins.cli import EXIT_INVALID, main
@@ -24,7 +24,7 @@ from joins.operators.stream_table_join.spec import StreamTableJoinSpec, StreamTa
 from joins.scenario import compare, load_scenario
 from joins.scenario.runner import prepare
 from joins.spec import parse_spec
-from tests.budget import examples
+from tests.budget import mutant_search
 
 SCENARIO_DIR = Path(__file__).parent.parent / "scenarios"
 VERSIONED = {"versioned": True, "history_retention_ms": 10}
@@ -490,7 +490,7 @@ def test_property_a_versioned_join_equals_brute_force_as_of_join(
 
 def test_property_a_catches_the_latest_lookup_mutant() -> None:
     find(PROPERTY_A, lambda case: not _property_a_holds(case, _LatestLookup),
-         settings=settings(max_examples=examples(2000), database=None))
+         settings=mutant_search(2000))
 
 
 @st.composite
@@ -564,7 +564,7 @@ class _JoinAtStreamTime(StreamTableJoinProcessor):
 @pytest.mark.parametrize("mutant", [_LateAtTheBound, _JoinAtStreamTime])
 def test_property_b_catches_mutants(mutant: Factory) -> None:
     find(permuted_stream(), lambda case: not _property_b_holds(case, mutant),
-         settings=settings(max_examples=examples(3000), database=None))
+         settings=mutant_search(3000))
 
 
 # -- catch-up: a batch covering many retention periods (issue 25) -------------------------------
@@ -614,7 +614,7 @@ def test_one_batch_over_many_retention_periods_equals_the_as_of_join_of_all_hist
 
 def test_catch_up_property_catches_the_table_clock_running_ahead() -> None:
     find(catch_up(), lambda case: not _catch_up_holds(case, _TableClockRunsAhead),
-         settings=settings(max_examples=examples(3000), database=None))
+         settings=mutant_search(3000))
 
 
 @given(catch_up(), st.integers(0, 24), st.sampled_from([None, 0]))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import find, given, settings
+from hypothesis import find, given
 from hypothesis import strategies as st
 
 from joins.cli import EXIT_INVALID, main
@@ -26,7 +26,7 @@ from joins.operators.versioned_table import DEFINITION
 from joins.operators.versioned_table.reference import VersionedTableProcessor
 from joins.operators.versioned_table.spec import GetOp, PutOp, VersionedTableSpec
 from joins.spec import parse_spec
-from tests.budget import examples
+from tests.budget import mutant_search
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -403,5 +403,5 @@ def test_property_e_catches_mutants(mutant: Callable[[int], VersionedStore]) -> 
     retention, ops = find(
         st.tuples(st.integers(0, 12), OPS),
         lambda case: store_results(mutant(case[0]), case[1]) != brute_force(*case),
-        settings=settings(max_examples=examples(2000), database=None))
+        settings=mutant_search(2000))
     assert store_results(mutant(retention), ops) != brute_force(retention, ops)
