@@ -177,12 +177,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # one line per launch would drown the UI's own log
 
 
-def _warm_up(worker: RunWorker, backfills: int) -> None:
+def _warm_up(worker: RunWorker, backfills: int, waves: int) -> None:
     from runplatform.warm_up import warm_up
 
     started = time.monotonic()
     try:
-        times = warm_up(backfills)
+        times = warm_up(backfills, waves)
     except Exception as exc:  # the worker serves cold rather than not at all
         worker.warm_error = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()
@@ -200,9 +200,10 @@ def serve(home: Path, *, port: int = 0, warm_up: bool = True) -> None:
     from joins.spark.session import SparkSettings
 
     warnings.filterwarnings("ignore")  # Dagster's beta/preview notes, once per run
-    from runplatform.warm_up import backfills_from_env
+    from runplatform.warm_up import backfills_from_env, waves_from_env
 
-    backfills = backfills_from_env()   # a bad value stops the worker before its JVM starts
+    # A bad value stops the worker before its JVM starts.
+    backfills, waves = backfills_from_env(), waves_from_env()
     sweep_scratch(home)
     scratch = scratch_dir(home, os.getpid())
     # The JVM starts before the first run needs it.
@@ -217,7 +218,7 @@ def serve(home: Path, *, port: int = 0, warm_up: bool = True) -> None:
     staged.replace(address)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     if warm_up and os.environ.get("TJ_WARM_UP", "1") != "0":
-        threading.Thread(target=_warm_up, args=(worker, backfills), name="warm-up",
+        threading.Thread(target=_warm_up, args=(worker, backfills, waves), name="warm-up",
                          daemon=True).start()
     else:
         worker.warm = True

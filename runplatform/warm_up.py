@@ -98,29 +98,42 @@ def backfill_days(root: Path, instance: dg.DagsterInstance, spark: SparkResource
 
 
 DEFAULT_BACKFILLS = 3
+DEFAULT_WAVES = 3
+
+
+def _count_from_env(name: str, default: int, what: str, *, least: int = 0) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < least:
+        raise SystemExit(f"{name}: expected a whole number of {what} ({least} or more), "
+                         f"got {text!r}")
+    return int(text)
 
 
 def backfills_from_env() -> int:
     """TJ_WARM_UP_BACKFILLS: how many backfills of the sample the warm-up runs after its
     micro-batches (default 3: the third finds the JIT about as warm as many more would). The
     tests that start a warm-up take 1: they prove the warm-up runs, not how warm it gets."""
-    text = os.environ.get("TJ_WARM_UP_BACKFILLS", "").strip()
-    if not text:
-        return DEFAULT_BACKFILLS
-    if not text.isdigit():
-        raise SystemExit(f"TJ_WARM_UP_BACKFILLS: expected a whole number of backfills (0 or "
-                         f"more), got {text!r}")
-    return int(text)
+    return _count_from_env("TJ_WARM_UP_BACKFILLS", DEFAULT_BACKFILLS, "backfills")
 
 
-def warm_up(backfills: int = DEFAULT_BACKFILLS) -> list[float]:
-    """Run the sample pipeline, then `backfills` backfills; returns each backfill's seconds."""
+def waves_from_env() -> int:
+    """TJ_WARM_UP_WAVES: how many landing waves (each an ingest and a micro-batch) the sample
+    lands before the backfills (default 3, at least 1). The tests that start a warm-up take 1,
+    for the reason they take one backfill."""
+    return _count_from_env("TJ_WARM_UP_WAVES", DEFAULT_WAVES, "landing waves", least=1)
+
+
+def warm_up(backfills: int = DEFAULT_BACKFILLS, waves: int = DEFAULT_WAVES) -> list[float]:
+    """Run the sample pipeline over `waves` landing waves, then `backfills` backfills; returns
+    each backfill's seconds."""
     spark = spark_resource_from_env()
     times: list[float] = []
     with tempfile.TemporaryDirectory(prefix="tj-warm-up-") as tmp, \
             dg.DagsterInstance.ephemeral() as instance:
         root = Path(tmp) / "lake"
-        sample_lake(root, instance, spark)
+        sample_lake(root, instance, spark, waves=waves)
         for _ in range(backfills):
             started = time.monotonic()
             if not backfill_days(root, instance, spark).success:
@@ -132,7 +145,7 @@ def warm_up(backfills: int = DEFAULT_BACKFILLS) -> list[float]:
 def main() -> int:
     warnings.filterwarnings("ignore")   # Dagster's beta/preview notes: this log is read by people
     started = time.monotonic()
-    times = warm_up(backfills_from_env())
+    times = warm_up(backfills_from_env(), waves_from_env())
     print(f"Spark warmed up in {time.monotonic() - started:.0f} s (backfills of the sample: "
           f"{', '.join(f'{t:.1f} s' for t in times)})", flush=True)
     return 0

@@ -220,3 +220,17 @@ def test_the_warm_ups_backfills_come_from_the_environment(monkeypatch: pytest.Mo
         monkeypatch.setenv("TJ_WARM_UP_BACKFILLS", bad)
         with pytest.raises(SystemExit, match=rf"TJ_WARM_UP_BACKFILLS: .* got '{re.escape(bad)}'"):
             backfills_from_env()
+
+
+def test_the_warm_ups_waves_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runplatform.warm_up import DEFAULT_WAVES, waves_from_env
+
+    monkeypatch.delenv("TJ_WARM_UP_WAVES", raising=False)
+    assert waves_from_env() == DEFAULT_WAVES
+    for text, wanted in (("1", 1), (" 2 ", 2)):
+        monkeypatch.setenv("TJ_WARM_UP_WAVES", text)
+        assert waves_from_env() == wanted
+    for bad in ("0", "-1", "three"):   # a sample needs at least one wave to backfill
+        monkeypatch.setenv("TJ_WARM_UP_WAVES", bad)
+        with pytest.raises(SystemExit, match=rf"TJ_WARM_UP_WAVES: .*\(1 or more\), got '{bad}'"):
+            waves_from_env()

@@ -30,11 +30,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 def demo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
               launcher: str = "") -> tuple[Path, Path, dict[str, str]]:
     """`demo_instance` under `tmp_path`, its environment set for the test's own process too.
-    A warm-up started from here runs one backfill of the sample, not three: these tests prove
-    that it runs and that runs go where they should, not how warm the JIT gets (bench/ui_runs.py
-    measures that, with the full warm-up)."""
+    A warm-up started from here lands one wave of the sample and runs one backfill, not three
+    of each: these tests prove that it runs and that runs go where they should, not how warm
+    the JIT gets (bench/ui_runs.py measures that, with the full warm-up)."""
     root, home, env = demo_instance(tmp_path, launcher=launcher)
-    for key, value in {**env, "TJ_WARM_UP_BACKFILLS": "1"}.items():
+    for key, value in {**env, "TJ_WARM_UP_BACKFILLS": "1", "TJ_WARM_UP_WAVES": "1"}.items():
         monkeypatch.setenv(key, value)
     return root, home, env
 
@@ -45,7 +45,7 @@ def test_two_day_backfill_launched_like_the_ui_uses_one_spark_session(
     root, _home, _env = demo_home(tmp_path, monkeypatch)
     instance = dg.DagsterInstance.get()
     try:
-        sample_lake(root, instance, SparkResource(shuffle_partitions=2))
+        sample_lake(root, instance, SparkResource(shuffle_partitions=2), waves=1)
         job = backfill_job_name(build_pipeline_assets(DEMO_SPEC).spec)
         # As under `./tj dev`: runs attach to one local Spark Connect server, which the demo's
         # jobs warmed up on a sample in the background (the test waits for that first).

@@ -44,7 +44,7 @@ def test_a_ui_launched_backfill_runs_in_the_warm_worker(
     log = tmp_path / "run-worker.log"
     proc = None
     try:
-        sample_lake(root, instance, SparkResource(shuffle_partitions=2))
+        sample_lake(root, instance, SparkResource(shuffle_partitions=2), waves=1)
         job = backfill_job_name(build_pipeline_assets(DEMO_SPEC).spec)
         with open(log, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-m", "runplatform.run_worker"], cwd=REPO,
