@@ -208,29 +208,26 @@ def test_scratch_of_a_killed_worker_is_swept_a_live_ones_kept(tmp_path: Path) ->
     assert not dead.exists() and (live / "blockmgr-1").is_dir()
 
 
-def test_the_warm_ups_backfills_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runplatform.warm_up import DEFAULT_BACKFILLS, backfills_from_env
+@pytest.mark.parametrize(("name", "reader", "default", "least", "good", "bad"), [
+    ("TJ_WARM_UP_BACKFILLS", "backfills_from_env", "DEFAULT_BACKFILLS", 0,
+     (("1", 1), (" 0 ", 0), ("12", 12)), ("-1", "two", "1.5")),
+    # A sample needs at least one wave to backfill.
+    ("TJ_WARM_UP_WAVES", "waves_from_env", "DEFAULT_WAVES", 1,
+     (("1", 1), (" 2 ", 2)), ("0", "-1", "three")),
+], ids=["backfills", "waves"])
+def test_the_warm_ups_size_comes_from_the_environment(
+        monkeypatch: pytest.MonkeyPatch, name: str, reader: str, default: str, least: int,
+        good: tuple[tuple[str, int], ...], bad: tuple[str, ...]) -> None:
+    from runplatform import warm_up
 
-    monkeypatch.delenv("TJ_WARM_UP_BACKFILLS", raising=False)
-    assert backfills_from_env() == DEFAULT_BACKFILLS
-    for text, wanted in (("1", 1), (" 0 ", 0), ("12", 12)):
-        monkeypatch.setenv("TJ_WARM_UP_BACKFILLS", text)
-        assert backfills_from_env() == wanted
-    for bad in ("-1", "two", "1.5"):
-        monkeypatch.setenv("TJ_WARM_UP_BACKFILLS", bad)
-        with pytest.raises(SystemExit, match=rf"TJ_WARM_UP_BACKFILLS: .* got '{re.escape(bad)}'"):
-            backfills_from_env()
-
-
-def test_the_warm_ups_waves_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runplatform.warm_up import DEFAULT_WAVES, waves_from_env
-
-    monkeypatch.delenv("TJ_WARM_UP_WAVES", raising=False)
-    assert waves_from_env() == DEFAULT_WAVES
-    for text, wanted in (("1", 1), (" 2 ", 2)):
-        monkeypatch.setenv("TJ_WARM_UP_WAVES", text)
-        assert waves_from_env() == wanted
-    for bad in ("0", "-1", "three"):   # a sample needs at least one wave to backfill
-        monkeypatch.setenv("TJ_WARM_UP_WAVES", bad)
-        with pytest.raises(SystemExit, match=rf"TJ_WARM_UP_WAVES: .*\(1 or more\), got '{bad}'"):
-            waves_from_env()
+    read = getattr(warm_up, reader)
+    monkeypatch.delenv(name, raising=False)
+    assert read() == getattr(warm_up, default)
+    for text, wanted in good:
+        monkeypatch.setenv(name, text)
+        assert read() == wanted
+    for text in bad:
+        monkeypatch.setenv(name, text)
+        with pytest.raises(SystemExit,
+                           match=rf"{name}: .*\({least} or more\), got '{re.escape(text)}'"):
+            read()

@@ -39,13 +39,18 @@ def demo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
     return root, home, env
 
 
+def one_wave_sample(root: Path, instance: dg.DagsterInstance) -> None:
+    """The sample lake the launched backfill reads, in one wave, as the warm-up lands it."""
+    sample_lake(root, instance, SparkResource(shuffle_partitions=2), waves=1)
+
+
 def test_two_day_backfill_launched_like_the_ui_uses_one_spark_session(
         spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The default run launcher, as under `dagster dev`: a run worker process per run.
     root, _home, _env = demo_home(tmp_path, monkeypatch)
     instance = dg.DagsterInstance.get()
     try:
-        sample_lake(root, instance, SparkResource(shuffle_partitions=2), waves=1)
+        one_wave_sample(root, instance)
         job = backfill_job_name(build_pipeline_assets(DEMO_SPEC).spec)
         # As under `./tj dev`: runs attach to one local Spark Connect server, which the demo's
         # jobs warmed up on a sample in the background (the test waits for that first).

@@ -20,7 +20,6 @@ import pytest
 from assets.factory import build_pipeline_assets
 from pipelines.definitions import DEMO_SPEC
 from pipelines.factory import backfill_job_name
-from resources import SparkResource
 from resources.spark import SESSION_LOG_PREFIX
 from runplatform.launcher import WORKER_TAG
 from runplatform.ui_launch import (
@@ -30,8 +29,8 @@ from runplatform.ui_launch import (
     run_seconds,
     wait_for_warm_worker,
 )
-from runplatform.warm_up import DAYS, sample_lake
-from tests.dagster.test_ui_launched_backfill import demo_home
+from runplatform.warm_up import DAYS
+from tests.dagster.test_ui_launched_backfill import demo_home, one_wave_sample
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -44,7 +43,7 @@ def test_a_ui_launched_backfill_runs_in_the_warm_worker(
     log = tmp_path / "run-worker.log"
     proc = None
     try:
-        sample_lake(root, instance, SparkResource(shuffle_partitions=2), waves=1)
+        one_wave_sample(root, instance)
         job = backfill_job_name(build_pipeline_assets(DEMO_SPEC).spec)
         with open(log, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-m", "runplatform.run_worker"], cwd=REPO,
