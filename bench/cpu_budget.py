@@ -26,8 +26,9 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from joins.lake.process import stat_fields
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -111,11 +112,9 @@ def rule_seconds(dump: str) -> dict[str, float]:
 
 def _process_cpu(pid: int) -> float | None:
     """A process's user and system CPU seconds (Linux); None elsewhere."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    fields = stat_fields(pid)
+    # utime and stime, fields 14 and 15
+    return None if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def lines(parts: dict[str, Any]) -> list[str]:

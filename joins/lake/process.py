@@ -18,15 +18,24 @@ def _read_text(path: str) -> str:
         return ""
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux /proc), None if it is gone:
-    no entry, or a zombie (killed, not yet reaped by its parent)."""
+def stat_fields(pid: int) -> list[str] | None:
+    """`/proc/<pid>/stat` from field 3 (the state) on, so `man 5 proc`'s field n is item n - 3;
+    None if there is no such process (or no /proc). The command name (field 2) may hold spaces
+    and parentheses: the fields are split after its last ")"."""
     stat = _read_text(f"/proc/{pid}/stat")
-    if not stat:
-        return None
-    # Fields 3 (state) and 22; the command name (field 2) may hold spaces: split after its ")".
-    fields = stat.rsplit(")", 1)[1].split()
-    return None if fields[0] in ("Z", "X") else fields[19]
+    return stat.rsplit(")", 1)[1].split() if stat else None
+
+
+def gone_state(fields: list[str]) -> bool:
+    """A zombie (ended, not yet reaped by its parent) or dead process: it no longer runs."""
+    return fields[0] in ("Z", "X")
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22), None if it is gone: no
+    entry, or a zombie (killed, not yet reaped by its parent)."""
+    fields = stat_fields(pid)
+    return None if fields is None or gone_state(fields) else fields[19]
 
 
 def _identity() -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from joins.lake.process import gone_state, stat_fields
 from joins.spark.server import free_port
 from runplatform.dev import parse_args
 
@@ -53,12 +54,9 @@ def descendants(pid: int) -> set[int]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
+        fields = stat_fields(int(entry.name))
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))  # field 4, the ppid
     found, todo = set(), [pid]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -69,11 +67,8 @@ def descendants(pid: int) -> set[int]:
 
 
 def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
+    fields = stat_fields(pid)
+    return fields is not None and not gone_state(fields)
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from joins.lake import Lease, LeaseLostError, WriterBusyError
+from joins.lake.process import gone_state, stat_fields
 
 
 def test_acquire_release_and_busy(tmp_path: Path) -> None:
@@ -143,7 +144,7 @@ def test_a_killed_holders_lease_is_taken_over_at_once(tmp_path: Path, reaped: bo
             proc.join(10)
         else:
             deadline = time.monotonic() + 10
-            while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            while not gone_state(stat_fields(proc.pid) or ["R"]):
                 assert time.monotonic() < deadline
                 time.sleep(0.02)
         started = time.monotonic()
