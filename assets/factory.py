@@ -54,7 +54,7 @@ from assets.metadata import (
     table_metadata,
 )
 from assets.observed import buffer_observation, observed_assets, quarantine_observation
-from assets.partitions import event_day_partitions
+from assets.partitions import day_span, event_day_partitions
 from assets.sources import KINDS, SourceAssets, build_source_assets
 from joins.pipeline import PipelineLayout, PipelineSpec, parse_pipeline_spec
 from joins.pipeline.select import with_select
@@ -140,7 +140,7 @@ def _join_asset(spec: PipelineSpec, partitions_def: DailyPartitionsDefinition,
 
         engine = spec.engine(layout_of(lake, spec))
         days = list(context.partition_keys)
-        context.log.info(f"backfill of {len(days)} event day(s): {days[0]} .. {days[-1]}")
+        context.log.info(f"backfill of event day(s) {day_span(days)}")
         report = engine.backfill(spark.session_for(context), days)
         context.log.info(f"backfill: {report.rows_out} rows out; {report.rows_removed} removed, "
                          f"{report.rows_changed} changed, {report.rows_added} new")

@@ -6,6 +6,7 @@ to the lake's data) is `pipelines.partitions`."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 from dagster import DailyPartitionsDefinition
 
@@ -24,3 +25,11 @@ def event_day_partitions(first: dt.date, last: dt.date | None = None, *,
     return DailyPartitionsDefinition(start_date=first.strftime(DAY_FORMAT),
                                      end_date=end.strftime(DAY_FORMAT), timezone="UTC",
                                      end_offset=-max(0, behind))
+
+
+def day_span(days: Sequence[str]) -> str:
+    """Event days (partition keys, in order) as a reader wants them in a log line or a check's
+    description: the day itself, or the first .. last and how many."""
+    if len(days) == 1:
+        return days[0]
+    return f"{days[0]} .. {days[-1]} ({len(days)} days)"

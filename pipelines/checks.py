@@ -39,6 +39,7 @@ from dagster import (
 )
 
 from assets.factory import PipelineAssets, layout_of
+from assets.partitions import day_span
 from joins import audit
 from joins import lake as delta
 from joins.pipeline import DayDifference
@@ -88,8 +89,9 @@ def build_join_checks(ja: PipelineAssets) -> list[AssetChecksDefinition]:
                    "rows_changed": MetadataValue.int(sum(d.changed for d in verdicts.values())),
                    "stream_time": MetadataValue.timestamp(stream_time / 1000)}
         if not stale:
+            every = "" if len(days) == 1 else "every day "
             return AssetCheckResult(passed=True, metadata=summary,
-                                    description=f"{days[0]} .. {days[-1]}: every day identical")
+                                    description=f"{day_span(days)}: {every}identical")
         late = [day for day in stale if verdicts[day].before > 0]
         never = [day for day in stale if verdicts[day].before == 0]
         what = [*([f"stale event day(s) {', '.join(late)}: late data arrived after the "

@@ -151,3 +151,14 @@ def test_agreement_before_any_output_passes_and_says_why(monkeypatch, tmp_path, 
                    if e.event_type_value == "ASSET_CHECK_EVALUATION"
                    and e.event_specific_data.check_name == AGREEMENT]
     assert agreement.passed and "no micro-batch has written output yet" in agreement.description
+
+
+@pytest.mark.parametrize(("start", "end", "summary"), [
+    ("2024-03-01", "2024-03-02", "2024-03-01 .. 2024-03-02 (2 days): every day identical"),
+    ("2024-03-02", "2024-03-02", "2024-03-02: identical")])
+def test_agreement_of_a_range_that_agrees_names_its_days(monkeypatch, tmp_path, instance,
+                                                         start, end, summary) -> None:
+    per_day = {"2024-03-01": DayDifference(10, 10), "2024-03-02": DayDifference(4, 4)}
+    verdicts = _agreement_run(monkeypatch, tmp_path, instance, per_day, {
+        "dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end})
+    assert {p: (passed, text) for p, passed, text in verdicts}[None] == (True, summary)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assets.partitions import event_day_partitions
+from assets.partitions import day_span, event_day_partitions
 from joins.core.time import DAY_MS, day_of, day_start_ms
 from joins.operators.stream_table_join.pipeline import StreamTableJoinEngine
 from joins.pipeline import PipelineLayout, observe, parse_pipeline_spec
@@ -167,3 +167,8 @@ def test_input_times_come_from_the_inputs_file_statistics(tmp_path) -> None:
         lake.write_delta(pa.table({"ts": pa.array(times, pa.int64())}), layout.input_table(role))
     assert observe.newest_input_time(layout) == 12_000
     assert observe.oldest_event_time(layout) == 5_000
+
+
+def test_a_span_of_days_reads_as_the_day_or_first_last_and_count() -> None:
+    assert day_span(["2024-03-02"]) == "2024-03-02"
+    assert day_span(["2024-03-01", "2024-03-02", "2024-03-04"]) == "2024-03-01 .. 2024-03-04 (3 days)"
