@@ -15,6 +15,9 @@ tick that requests nothing says why, in the tick's skip reason.
   will consume; a new version of any input requests the next micro-batch, run key = the
   versions. While a micro-batch runs, no other is requested (the join's writer lease would make
   the second wait anyway).
+
+A failed run is re-executed by Dagster's daemon (`run_retries`, runplatform/instance.py): what
+it was given is no longer new to its sensor. Once its retries are spent, the skip reasons name it.
 """
 
 import hashlib
@@ -40,6 +43,8 @@ from joins import lake as delta
 from resources import LakeResource
 
 if TYPE_CHECKING:
+    from dagster import DagsterRun
+
     from resources.dagster_private import UnresolvedAssetJobDefinition
 
 ACTIVE = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
@@ -54,6 +59,22 @@ def _load_cursor(cursor: str | None) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {}
     return loaded if isinstance(loaded, dict) else {}
+
+
+def _failed_last_run(context: SensorEvaluationContext, job_name: str) -> "DagsterRun | None":
+    """The job's latest run if it failed: what it was to process is no longer new to the
+    sensor, so only its re-execution (Dagster's run retries, or a user's) processes it."""
+    runs = context.instance.get_runs(RunsFilter(job_name=job_name), limit=1)
+    return runs[0] if runs and runs[0].status == DagsterRunStatus.FAILURE else None
+
+
+def _failed(run: "DagsterRun") -> str:
+    from resources.dagster_private import WILL_RETRY_TAG
+
+    if run.tags.get(WILL_RETRY_TAG) == "true":
+        return f"run {run.run_id[:8]} failed; Dagster re-executes it (run_retries)"
+    return (f"run {run.run_id[:8]} failed and is not retried again; re-execute it from its run "
+            f"page once its error is fixed")
 
 
 def landing_run_key(source: str, files: list[str]) -> str:
@@ -85,7 +106,10 @@ def landing_sensor(sa: SourceAssets, job: "UnresolvedAssetJobDefinition", *,
         requested = set(in_flight)
         new = [f for f in pending if f not in requested]
         if not new:
-            return SkipReason(f"no new files in {folder}")
+            failed = _failed_last_run(context, job.name) if in_flight else None
+            return SkipReason(f"no new files in {folder}" + (
+                f"; {len(in_flight)} requested file(s) not ingested: {_failed(failed)}"
+                if failed is not None else ""))
         running = context.instance.get_runs(RunsFilter(job_name=job.name, statuses=ACTIVE), limit=1)
         if running:
             return SkipReason(f"ingest run {running[0].run_id[:8]} of {source.name} is queued or "
@@ -144,7 +168,9 @@ def microbatch_sensor(pa: PipelineAssets) -> SensorDefinition:
                               f"ingested from its landing folder)")
         at = ", ".join(f"{name} at v{v}" for name, v in versions.items())
         if _load_cursor(context.cursor) == versions:
-            return SkipReason(f"{at}: nothing new since the last batch")
+            failed = _failed_last_run(context, pa.microbatch_job_name)
+            return SkipReason(f"{at}: nothing new since the last batch" + (
+                f", whose {_failed(failed)}" if failed is not None else ""))
         running = context.instance.get_runs(
             RunsFilter(job_name=pa.microbatch_job_name, statuses=ACTIVE), limit=1)
         if running:

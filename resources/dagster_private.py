@@ -55,6 +55,8 @@ PRIVATE: dict[str, tuple[str, str]] = {
     "RUN_KEY_TAG": ("dagster._core.storage.tags", "run tags the UI links by"),
     "SCHEDULE_NAME_TAG": ("dagster._core.storage.tags", "run tags the UI links by"),
     "SENSOR_NAME_TAG": ("dagster._core.storage.tags", "run tags the UI links by"),
+    "WILL_RETRY_TAG": ("dagster._core.storage.tags",
+                       "the daemon's mark on a failed run it will re-execute (run_retries)"),
     "location_origins_from_yaml_paths": ("dagster._core.workspace.load",
                                          "the code location a workspace.yaml names"),
     # Tests only.

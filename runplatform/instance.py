@@ -13,6 +13,12 @@
 - the run launcher `runplatform.launcher.WarmWorkerRunLauncher`: a run executes in the warm run
   worker `./tj dev` starts (`runplatform.run_worker`), or in a process of its own (Dagster's
   default) when no worker is up or it is busy.
+- `run_retries` enabled with `max_retries: 2`: Dagster's daemon re-executes a failed run (a lost
+  run worker, a lease that stayed busy, a machine out of memory) up to twice. Every run is safe
+  to repeat (an ingest takes its files once, a micro-batch exactly once, a backfill replaces its
+  days), and without a retry a failed run's work waits: the sensors request a run for what is
+  new, and the files or versions of the failed one are not new any more. A run that keeps
+  failing stops after the second retry; the sensors' skip reasons then name it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
                         "class": "QueuedRunCoordinator",
                         "config": {"max_concurrent_runs": 2, "dequeue_interval_seconds": 1}},
     "run_launcher": {"module": "runplatform.launcher", "class": "WarmWorkerRunLauncher"},
+    "run_retries": {"enabled": True, "max_retries": 2},
 }
 # What earlier versions wrote; replaced by the run_coordinator block above.
 OLD_RUN_QUEUE = {"max_concurrent_runs": 2}

@@ -29,6 +29,7 @@ def test_a_new_home_queues_runs_and_dequeues_every_second(tmp_path: Path,
         assert coordinator.dequeue_interval_seconds == 1
         assert coordinator.get_run_queue_config().max_concurrent_runs == 2
         assert type(instance.run_launcher).__name__ == "WarmWorkerRunLauncher"
+        assert instance.run_retries_enabled and instance.run_retries_max_retries == 2
     finally:
         instance.dispose()
 
@@ -59,3 +60,10 @@ def test_a_users_own_queue_settings_are_kept_whole(tmp_path: Path) -> None:
     config = load(prepare_dagster_home(home))
     assert config["run_queue"] == {"max_concurrent_runs": 5}
     assert "run_coordinator" not in config
+
+
+def test_a_users_own_run_retries_win(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("run_retries:\n  enabled: false\n")
+    assert load(prepare_dagster_home(home))["run_retries"] == {"enabled": False, "max_retries": 2}

@@ -210,3 +210,45 @@ def test_staleness_sensor_checks_the_late_data_horizon_after_micro_batches(
                               status=dg.DagsterRunStatus.STARTED)
     busy = _tick(defs, name, instance, backfilled.cursor, lake_root)
     assert not busy.run_requests and run.run_id[:8] in busy.skip_message
+
+
+def test_the_skip_reasons_name_a_failed_run_whose_work_waits(defs, instance, lake_root: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a failed run was given is not new to its sensor on the next tick: the skip reason
+    says which run holds it and whether Dagster's run retries will re-execute it."""
+    from joins import lake as delta
+    from resources.dagster_private import WILL_RETRY_TAG
+
+    monkeypatch.setattr(delta, "delta_version", lambda path: 3)
+    name = "orders_with_rates_microbatch_sensor"
+    cursor = _tick(defs, name, instance, None, lake_root).cursor
+    run = create_run_for_test(instance, job_name="orders_with_rates_microbatch",
+                              status=dg.DagsterRunStatus.STARTED)
+    instance.report_run_failed(run)
+    instance.add_run_tags(run.run_id, {WILL_RETRY_TAG: "true"})
+    retried = _tick(defs, name, instance, cursor, lake_root)
+    assert not retried.run_requests
+    assert retried.skip_message == (f"rates at v3, orders at v3: nothing new since the last batch, "
+                                    f"whose run {run.run_id[:8]} failed; Dagster re-executes it "
+                                    f"(run_retries)")
+    instance.add_run_tags(run.run_id, {WILL_RETRY_TAG: "false"})
+    assert _tick(defs, name, instance, cursor, lake_root).skip_message.endswith(
+        f"whose run {run.run_id[:8]} failed and is not retried again; re-execute it from its run "
+        f"page once its error is fixed")
+    # A later run that succeeded: nothing waits.
+    create_run_for_test(instance, job_name="orders_with_rates_microbatch",
+                        status=dg.DagsterRunStatus.SUCCESS)
+    assert _tick(defs, name, instance, cursor, lake_root).skip_message == (
+        "rates at v3, orders at v3: nothing new since the last batch")
+
+    folder = lake_root / "landing" / "orders"
+    _land(folder, "0000-orders.jsonl")
+    requested = _tick(defs, "orders_landing_sensor", instance, None, lake_root).cursor
+    ingest = create_run_for_test(instance, job_name="orders_ingest",
+                                 status=dg.DagsterRunStatus.STARTED)
+    instance.report_run_failed(ingest)
+    instance.add_run_tags(ingest.run_id, {WILL_RETRY_TAG: "false"})
+    assert _tick(defs, "orders_landing_sensor", instance, requested, lake_root).skip_message == (
+        f"no new files in {folder}; 1 requested file(s) not ingested: run {ingest.run_id[:8]} "
+        f"failed and is not retried again; re-execute it from its run page once its error is "
+        f"fixed")
