@@ -61,11 +61,32 @@ def _load_cursor(cursor: str | None) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
+# How many of an ingest job's latest failed runs the landing sensor looks through for the one
+# given a waiting file (a run re-executed twice fails three times).
+FAILED_RUNS = 20
+
+
 def _failed_last_run(context: SensorEvaluationContext, job_name: str) -> "DagsterRun | None":
     """The job's latest run if it failed: what it was to process is no longer new to the
     sensor, so only its re-execution (Dagster's run retries, or a user's) processes it."""
     runs = context.instance.get_runs(RunsFilter(job_name=job_name), limit=1)
     return runs[0] if runs and runs[0].status == DagsterRunStatus.FAILURE else None
+
+
+def _failed_run_of(context: SensorEvaluationContext, job_name: str, op_name: str,
+                   files: list[str]) -> "DagsterRun | None":
+    """The latest failed ingest run given any of `files` (requested, not taken), unless a run of
+    the job is active: later runs that succeeded were given other files, so the latest run alone
+    does not say whether these wait."""
+    if context.instance.get_runs(RunsFilter(job_name=job_name, statuses=ACTIVE), limit=1):
+        return None
+    wanted = set(files)
+    for run in context.instance.get_runs(
+            RunsFilter(job_name=job_name, statuses=[DagsterRunStatus.FAILURE]), limit=FAILED_RUNS):
+        given = run.run_config.get("ops", {}).get(op_name, {}).get("config", {}).get("files", [])
+        if wanted.intersection(given):
+            return run
+    return None
 
 
 def _failed(run: "DagsterRun") -> str:
@@ -106,7 +127,7 @@ def landing_sensor(sa: SourceAssets, job: "UnresolvedAssetJobDefinition", *,
         requested = set(in_flight)
         new = [f for f in pending if f not in requested]
         if not new:
-            failed = _failed_last_run(context, job.name) if in_flight else None
+            failed = _failed_run_of(context, job.name, op_name, in_flight) if in_flight else None
             return SkipReason(f"no new files in {folder}" + (
                 f"; {len(in_flight)} requested file(s) not ingested: {_failed(failed)}"
                 if failed is not None else ""))

@@ -245,9 +245,16 @@ def test_the_skip_reasons_name_a_failed_run_whose_work_waits(defs, instance, lak
     _land(folder, "0000-orders.jsonl")
     requested = _tick(defs, "orders_landing_sensor", instance, None, lake_root).cursor
     ingest = create_run_for_test(instance, job_name="orders_ingest",
-                                 status=dg.DagsterRunStatus.STARTED)
+                                 status=dg.DagsterRunStatus.STARTED,
+                                 run_config={"ops": {"orders": {"config": {
+                                     "files": ["0000-orders.jsonl"]}}}})
+    waiting = _tick(defs, "orders_landing_sensor", instance, requested, lake_root)
+    assert waiting.skip_message == f"no new files in {folder}"      # its run is still going
     instance.report_run_failed(ingest)
     instance.add_run_tags(ingest.run_id, {WILL_RETRY_TAG: "false"})
+    # A later run given other files succeeded: the failed one's file still waits.
+    create_run_for_test(instance, job_name="orders_ingest", status=dg.DagsterRunStatus.SUCCESS,
+                        run_config={"ops": {"orders": {"config": {"files": ["0001-orders.jsonl"]}}}})
     assert _tick(defs, "orders_landing_sensor", instance, requested, lake_root).skip_message == (
         f"no new files in {folder}; 1 requested file(s) not ingested: run {ingest.run_id[:8]} "
         f"failed and is not retried again; re-execute it from its run page once its error is "
