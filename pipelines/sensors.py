@@ -66,6 +66,12 @@ def _load_cursor(cursor: str | None) -> dict[str, Any]:
 FAILED_RUNS = 20
 
 
+def active_run(context: SensorEvaluationContext, job_name: str) -> "DagsterRun | None":
+    """A queued or running run of the job, if any."""
+    runs = context.instance.get_runs(RunsFilter(job_name=job_name, statuses=ACTIVE), limit=1)
+    return runs[0] if runs else None
+
+
 def _failed_last_run(context: SensorEvaluationContext, job_name: str) -> "DagsterRun | None":
     """The job's latest run if it failed: what it was to process is no longer new to the
     sensor, so only its re-execution (Dagster's run retries, or a user's) processes it."""
@@ -78,7 +84,7 @@ def _failed_run_of(context: SensorEvaluationContext, job_name: str, op_name: str
     """The latest failed ingest run given any of `files` (requested, not taken), unless a run of
     the job is active: later runs that succeeded were given other files, so the latest run alone
     does not say whether these wait."""
-    if context.instance.get_runs(RunsFilter(job_name=job_name, statuses=ACTIVE), limit=1):
+    if active_run(context, job_name) is not None:
         return None
     wanted = set(files)
     for run in context.instance.get_runs(
@@ -131,9 +137,9 @@ def landing_sensor(sa: SourceAssets, job: "UnresolvedAssetJobDefinition", *,
             return SkipReason(f"no new files in {folder}" + (
                 f"; {len(in_flight)} requested file(s) not ingested: {_failed(failed)}"
                 if failed is not None else ""))
-        running = context.instance.get_runs(RunsFilter(job_name=job.name, statuses=ACTIVE), limit=1)
-        if running:
-            return SkipReason(f"ingest run {running[0].run_id[:8]} of {source.name} is queued or "
+        running = active_run(context, job.name)
+        if running is not None:
+            return SkipReason(f"ingest run {running.run_id[:8]} of {source.name} is queued or "
                               f"running; {len(new)} new file(s) go into the next run")
         holder = ingest_in_progress(layout.ingest_source(item))
         if holder is not None:
@@ -162,9 +168,9 @@ def _resolving_run(context: SensorEvaluationContext, job: "UnresolvedAssetJobDef
                    source: str, op_name: str) -> RunRequest | SkipReason:
     """A run of the ingest to resolve a catalog table's name (only a Spark session can ask the
     catalog) and take whatever versions it has."""
-    running = context.instance.get_runs(RunsFilter(job_name=job.name, statuses=ACTIVE), limit=1)
-    if running:
-        return SkipReason(f"ingest run {running[0].run_id[:8]} of {source} resolves its catalog "
+    running = active_run(context, job.name)
+    if running is not None:
+        return SkipReason(f"ingest run {running.run_id[:8]} of {source} resolves its catalog "
                           f"table")
     window = int(time.time()) // RESOLVE_RETRY_S
     return RunRequest(run_key=f"{source}:resolve-catalog-table:{window}",
@@ -192,10 +198,9 @@ def microbatch_sensor(pa: PipelineAssets) -> SensorDefinition:
             failed = _failed_last_run(context, pa.microbatch_job_name)
             return SkipReason(f"{at}: nothing new since the last batch" + (
                 f", whose {_failed(failed)}" if failed is not None else ""))
-        running = context.instance.get_runs(
-            RunsFilter(job_name=pa.microbatch_job_name, statuses=ACTIVE), limit=1)
-        if running:
-            return SkipReason(f"micro-batch run {running[0].run_id[:8]} is still in progress; "
+        running = active_run(context, pa.microbatch_job_name)
+        if running is not None:
+            return SkipReason(f"micro-batch run {running.run_id[:8]} is still in progress; "
                               f"{at} go into the next batch")
         context.update_cursor(json.dumps(versions))
         return RunRequest(

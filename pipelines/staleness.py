@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from dagster import (
     AssetRecordsFilter,
     RunRequest,
-    RunsFilter,
     SensorDefinition,
     SensorEvaluationContext,
     SkipReason,
@@ -23,7 +22,7 @@ from dagster import (
 from assets.factory import MODE_BACKFILL, MODE_TAG, PipelineAssets, layout_of
 from pipelines.partitions import late_data_days
 from pipelines.schedules import RANGE_END_TAG, RANGE_START_TAG
-from pipelines.sensors import ACTIVE
+from pipelines.sensors import active_run
 from resources import LakeResource
 
 if TYPE_CHECKING:
@@ -53,10 +52,9 @@ def staleness_sensor(pa: PipelineAssets, checks_job: "UnresolvedAssetJobDefiniti
         if event is not None and (event.tags or {}).get(MODE_TAG) == MODE_BACKFILL:
             context.update_cursor(str(latest.storage_id))
             return SkipReason("the latest materialization is a backfill, whose run checked its days")
-        running = context.instance.get_runs(RunsFilter(job_name=checks_job.name, statuses=ACTIVE),
-                                            limit=1)
-        if running:
-            return SkipReason(f"check run {running[0].run_id[:8]} is still in progress")
+        running = active_run(context, checks_job.name)
+        if running is not None:
+            return SkipReason(f"check run {running.run_id[:8]} is still in progress")
         stream_time = spec.engine(layout_of(lake, spec)).stream_time()
         if stream_time is None:
             return SkipReason(f"{spec.name} has no stream time yet (no micro-batch done)")

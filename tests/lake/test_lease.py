@@ -144,7 +144,7 @@ def test_a_killed_holders_lease_is_taken_over_at_once(tmp_path: Path, reaped: bo
             proc.join(10)
         else:
             deadline = time.monotonic() + 10
-            while not gone_state(stat_fields(proc.pid) or ["R"]):
+            while (fields := stat_fields(proc.pid)) is not None and not gone_state(fields):
                 assert time.monotonic() < deadline
                 time.sleep(0.02)
         started = time.monotonic()
