@@ -278,9 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     spark_engines = [e for e in engines if e in BUILDERS]
     if spark_engines:
         from joins.spark import SparkSettings, get_spark
+        from joins.spark.session import spark_conf_from_env
 
+        # TJ_SPARK_CONF: a run measuring another setting (one read at the session's start).
         spark = get_spark(SparkSettings(shuffle_partitions=args.shuffle_partitions,
-                                        driver_memory="8g"))
+                                        driver_memory="8g", extra_conf=spark_conf_from_env()))
         small = generate(parse_count(args.jvm_warmup_rows), "uniform", args.span_days)
         print("warming up the JVM", flush=True)
         for _ in range(args.jvm_warmup_rounds):

@@ -61,9 +61,9 @@ def _load_cursor(cursor: str | None) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
-# How many of an ingest job's latest failed runs the landing sensor looks through for the one
-# given a waiting file (a run re-executed twice fails three times).
-FAILED_RUNS = 20
+# How many of an ingest job's latest failed or canceled runs the landing sensor looks through
+# for the one given a waiting file (a run re-executed twice fails three times).
+STOPPED_RUNS = 20
 
 
 def active_run(context: SensorEvaluationContext, job_name: str) -> "DagsterRun | None":
@@ -72,32 +72,41 @@ def active_run(context: SensorEvaluationContext, job_name: str) -> "DagsterRun |
     return runs[0] if runs else None
 
 
-def _failed_last_run(context: SensorEvaluationContext, job_name: str) -> "DagsterRun | None":
-    """The job's latest run if it failed: what it was to process is no longer new to the
-    sensor, so only its re-execution (Dagster's run retries, or a user's) processes it."""
+# Runs that ended without doing their work: what they were given waits for a re-execution.
+STOPPED = [DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]
+
+
+def _stopped_last_run(context: SensorEvaluationContext, job_name: str) -> "DagsterRun | None":
+    """The job's latest run if it failed or was canceled: what it was to process is no longer
+    new to the sensor, so only its re-execution (Dagster's run retries, or a user's) processes
+    it."""
     runs = context.instance.get_runs(RunsFilter(job_name=job_name), limit=1)
-    return runs[0] if runs and runs[0].status == DagsterRunStatus.FAILURE else None
+    return runs[0] if runs and runs[0].status in STOPPED else None
 
 
-def _failed_run_of(context: SensorEvaluationContext, job_name: str, op_name: str,
-                   files: list[str]) -> "DagsterRun | None":
-    """The latest failed ingest run given any of `files` (requested, not taken), unless a run of
+def _stopped_run_of(context: SensorEvaluationContext, job_name: str, op_name: str,
+                    files: list[str]) -> "DagsterRun | None":
+    """The latest failed or canceled ingest run given any of `files` (requested, not taken),
+    unless a run of
     the job is active: later runs that succeeded were given other files, so the latest run alone
     does not say whether these wait."""
     if active_run(context, job_name) is not None:
         return None
     wanted = set(files)
     for run in context.instance.get_runs(
-            RunsFilter(job_name=job_name, statuses=[DagsterRunStatus.FAILURE]), limit=FAILED_RUNS):
+            RunsFilter(job_name=job_name, statuses=STOPPED), limit=STOPPED_RUNS):
         given = run.run_config.get("ops", {}).get(op_name, {}).get("config", {}).get("files", [])
         if wanted.intersection(given):
             return run
     return None
 
 
-def _failed(run: "DagsterRun") -> str:
+def _stopped(run: "DagsterRun") -> str:
     from resources.dagster_private import WILL_RETRY_TAG
 
+    if run.status == DagsterRunStatus.CANCELED:
+        # Run retries re-execute failures only: a canceled run's work waits for a person.
+        return f"run {run.run_id[:8]} was canceled; re-execute it from its run page"
     if run.tags.get(WILL_RETRY_TAG) == "true":
         return f"run {run.run_id[:8]} failed; Dagster re-executes it (run_retries)"
     return (f"run {run.run_id[:8]} failed and is not retried again; re-execute it from its run "
@@ -133,10 +142,10 @@ def landing_sensor(sa: SourceAssets, job: "UnresolvedAssetJobDefinition", *,
         requested = set(in_flight)
         new = [f for f in pending if f not in requested]
         if not new:
-            failed = _failed_run_of(context, job.name, op_name, in_flight) if in_flight else None
+            stopped = _stopped_run_of(context, job.name, op_name, in_flight) if in_flight else None
             return SkipReason(f"no new files in {folder}" + (
-                f"; {len(in_flight)} requested file(s) not ingested: {_failed(failed)}"
-                if failed is not None else ""))
+                f"; {len(in_flight)} requested file(s) not ingested: {_stopped(stopped)}"
+                if stopped is not None else ""))
         running = active_run(context, job.name)
         if running is not None:
             return SkipReason(f"ingest run {running.run_id[:8]} of {source.name} is queued or "
@@ -195,9 +204,9 @@ def microbatch_sensor(pa: PipelineAssets) -> SensorDefinition:
                               f"ingested from its landing folder)")
         at = ", ".join(f"{name} at v{v}" for name, v in versions.items())
         if _load_cursor(context.cursor) == versions:
-            failed = _failed_last_run(context, pa.microbatch_job_name)
+            stopped = _stopped_last_run(context, pa.microbatch_job_name)
             return SkipReason(f"{at}: nothing new since the last batch" + (
-                f", whose {_failed(failed)}" if failed is not None else ""))
+                f", whose {_stopped(stopped)}" if stopped is not None else ""))
         running = active_run(context, pa.microbatch_job_name)
         if running is not None:
             return SkipReason(f"micro-batch run {running.run_id[:8]} is still in progress; "

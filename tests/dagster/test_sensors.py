@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -212,18 +213,39 @@ def test_staleness_sensor_checks_the_late_data_horizon_after_micro_batches(
     assert not busy.run_requests and run.run_id[:8] in busy.skip_message
 
 
-def test_the_skip_reasons_name_a_failed_run_whose_work_waits(defs, instance, lake_root: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """What a failed run was given is not new to its sensor on the next tick: the skip reason
-    says which run holds it and whether Dagster's run retries will re-execute it."""
+def _a_started_microbatch_run(defs, instance, lake_root: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> tuple[str, str | None, Any]:
+    """The micro-batch sensor's name, its cursor after requesting v3 of both inputs, and a
+    started run of its job."""
     from joins import lake as delta
-    from resources.dagster_private import WILL_RETRY_TAG
 
     monkeypatch.setattr(delta, "delta_version", lambda path: 3)
     name = "orders_with_rates_microbatch_sensor"
     cursor = _tick(defs, name, instance, None, lake_root).cursor
     run = create_run_for_test(instance, job_name="orders_with_rates_microbatch",
                               status=dg.DagsterRunStatus.STARTED)
+    return name, cursor, run
+
+
+def _an_ingest_run_given_a_file(defs, instance, lake_root: Path) -> tuple[Path, str | None, Any]:
+    """A landed file, the landing sensor's cursor that requested it, and a started run given it."""
+    folder = lake_root / "landing" / "orders"
+    _land(folder, "0000-orders.jsonl")
+    requested = _tick(defs, "orders_landing_sensor", instance, None, lake_root).cursor
+    ingest = create_run_for_test(instance, job_name="orders_ingest",
+                                 status=dg.DagsterRunStatus.STARTED,
+                                 run_config={"ops": {"orders": {"config": {
+                                     "files": ["0000-orders.jsonl"]}}}})
+    return folder, requested, ingest
+
+
+def test_the_skip_reasons_name_a_failed_run_whose_work_waits(defs, instance, lake_root: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a failed run was given is not new to its sensor on the next tick: the skip reason
+    says which run holds it and whether Dagster's run retries will re-execute it."""
+    from resources.dagster_private import WILL_RETRY_TAG
+
+    name, cursor, run = _a_started_microbatch_run(defs, instance, lake_root, monkeypatch)
     instance.report_run_failed(run)
     instance.add_run_tags(run.run_id, {WILL_RETRY_TAG: "true"})
     retried = _tick(defs, name, instance, cursor, lake_root)
@@ -241,13 +263,7 @@ def test_the_skip_reasons_name_a_failed_run_whose_work_waits(defs, instance, lak
     assert _tick(defs, name, instance, cursor, lake_root).skip_message == (
         "rates at v3, orders at v3: nothing new since the last batch")
 
-    folder = lake_root / "landing" / "orders"
-    _land(folder, "0000-orders.jsonl")
-    requested = _tick(defs, "orders_landing_sensor", instance, None, lake_root).cursor
-    ingest = create_run_for_test(instance, job_name="orders_ingest",
-                                 status=dg.DagsterRunStatus.STARTED,
-                                 run_config={"ops": {"orders": {"config": {
-                                     "files": ["0000-orders.jsonl"]}}}})
+    folder, requested, ingest = _an_ingest_run_given_a_file(defs, instance, lake_root)
     waiting = _tick(defs, "orders_landing_sensor", instance, requested, lake_root)
     assert waiting.skip_message == f"no new files in {folder}"      # its run is still going
     instance.report_run_failed(ingest)
@@ -259,3 +275,20 @@ def test_the_skip_reasons_name_a_failed_run_whose_work_waits(defs, instance, lak
         f"no new files in {folder}; 1 requested file(s) not ingested: run {ingest.run_id[:8]} "
         f"failed and is not retried again; re-execute it from its run page once its error is "
         f"fixed")
+
+
+def test_the_skip_reasons_name_a_canceled_run_whose_work_waits(defs, instance, lake_root: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run retries re-execute failures only: a canceled run's work waits for a person, and the
+    skip reasons say so."""
+    name, cursor, run = _a_started_microbatch_run(defs, instance, lake_root, monkeypatch)
+    instance.report_run_canceled(run)
+    assert _tick(defs, name, instance, cursor, lake_root).skip_message == (
+        f"rates at v3, orders at v3: nothing new since the last batch, whose run "
+        f"{run.run_id[:8]} was canceled; re-execute it from its run page")
+
+    folder, requested, ingest = _an_ingest_run_given_a_file(defs, instance, lake_root)
+    instance.report_run_canceled(ingest)
+    assert _tick(defs, "orders_landing_sensor", instance, requested, lake_root).skip_message == (
+        f"no new files in {folder}; 1 requested file(s) not ingested: run {ingest.run_id[:8]} "
+        f"was canceled; re-execute it from its run page")
