@@ -75,7 +75,7 @@ def _missing_bound_message(side: Side, rejected: list[str], keys: list[str]) -> 
     return message
 
 
-def _equi_key(conjunct: exp.Expression, resolve: ColumnResolve) -> tuple[ColumnRef, ColumnRef] | None:
+def equi_key_of(conjunct: exp.Expression, resolve: ColumnResolve) -> tuple[ColumnRef, ColumnRef] | None:
     node = unparen(conjunct)
     if not isinstance(node, exp.EQ):
         return None
@@ -108,7 +108,7 @@ def analyze_join_condition(condition: str, left_columns: Sequence[str],
             bounds, reasons = examine(conjunct, resolve)
             candidates.extend(bounds)
             rejected.extend(reasons)
-            key = _equi_key(conjunct, resolve)
+            key = equi_key_of(conjunct, resolve)
             if key is not None and key not in equi:
                 equi.append(key)
 

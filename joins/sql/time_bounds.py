@@ -163,11 +163,11 @@ def unparen(node: exp.Expression) -> exp.Expression:
     return node
 
 
-def _comparisons(node: exp.Expression) -> list[tuple[exp.Expression, exp.Expression, str]]:
+def comparisons(node: exp.Expression) -> list[tuple[exp.Expression, exp.Expression, str]]:
     """(A, B, relation) parts meaning `A relation B`; empty if `node` is no comparison."""
     node = unparen(node)
     if isinstance(node, exp.Not):
-        inner = _comparisons(node.this)
+        inner = comparisons(node.this)
         if len(inner) != 1 or inner[0][2] not in _NEGATED:
             return []
         a, b, relation = inner[0]
@@ -212,7 +212,7 @@ def examine(conjunct: exp.Expression, resolve: ColumnResolve) -> tuple[list[Time
     """The time bounds a two-input conjunct yields, and why its other parts could not be used."""
     bounds: list[TimeBound] = []
     rejected: list[str] = []
-    for a, b, relation in _comparisons(conjunct):
+    for a, b, relation in comparisons(conjunct):
         text = f"{a.sql()} {relation} {b.sql()}"
         la, lb = linearize(a, resolve), linearize(b, resolve)
         if la is None or lb is None:

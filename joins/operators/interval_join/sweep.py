@@ -1,0 +1,116 @@
+"""The batch form's pairs by a sweep (temporaljoins.IntervalSweep), for the commonest condition:
+one integral equi-join key and one time window, nothing else (`l.k = r.k AND r.t BETWEEN
+l.t - a AND l.t + b`).
+
+The rows are binned as `bins.candidate_pairs` bins them (the stream side in its own bin, the
+build side in every bin its window reaches) and shuffled alike on (key, bin); each task then
+finds a stream row's pairs by a binary search in its group's build rows sorted by time, instead
+of Spark's hash join comparing every row of the group and filtering by the window (half of them
+outside it when the bins are as wide as the window). Other conditions, Spark Connect and sessions
+without the engine's jar take `candidate_pairs`; both give the same rows (tests/spark/
+test_interval_sweep.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from joins.operators.interval_join.bins import TimeWindow
+from joins.sql import Side
+from joins.sql.columns import other_side
+from joins.sql.parse import conjuncts
+from joins.sql.plan import equi_key_of
+from joins.sql.time_bounds import comparisons, linearize
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from joins.operators.interval_join.columns import JoinLayout
+
+KEY, BIN, TS = "_sweep_key", "_sweep_bin", "_sweep_ts"
+
+
+@dataclass(frozen=True)
+class SweepShape:
+    """The condition as the sweep takes it: `left_key = right_key` and the time window."""
+
+    left_key: str
+    right_key: str
+    window: TimeWindow
+
+
+def sweep_runs(frame: DataFrame) -> bool:
+    """Whether `frame`'s session runs the sweep: a classic session with the engine's jar."""
+    from joins.spark import jvm
+
+    return jvm.unavailable_reason(frame.sparkSession) is None
+
+
+def sweep_shape(layout: JoinLayout, window: TimeWindow | None) -> SweepShape | None:
+    """The condition's key and window if it is exactly one integral key equality plus
+    comparisons of the window's two integral time columns (any mix of BETWEEN and inequalities,
+    which together say `left - right` in [-a, b]); None for anything else (a filter, a second
+    key, a string key, another time column, an OR)."""
+    plan = layout.spec.plan
+    if window is None or plan.parsed is None or plan.resolve is None or plan.filter_parts:
+        return None
+    if len(plan.equi_keys) != 1 or len(layout.join_keys()) != 1:
+        return None
+    key = plan.equi_keys[0]
+    times = {c for b in plan.bounds for c in (b.bounded, b.reference)
+             if layout.ref(c) in (window.left, window.right)}
+    if len(times) != 2 or any(layout.sides[c.side].kinds.get(c.name) != "long"
+                              for c in (*key, *times)):
+        return None
+    for conjunct in conjuncts(plan.parsed):
+        if equi_key_of(conjunct, plan.resolve) == key:
+            continue
+        parts = comparisons(conjunct)
+        if not parts:
+            return None
+        for a, b, _ in parts:
+            la, lb = linearize(a, plan.resolve), linearize(b, plan.resolve)
+            if la is None or lb is None:
+                return None
+            terms = la.plus(lb, -1).terms
+            if {c for c, _ in terms} != times or sorted(k for _, k in terms) != [-1, 1]:
+                return None
+    left_key, right_key = layout.join_keys()[0]
+    return SweepShape(left_key, right_key, window)
+
+
+def sweep_pairs(spark: SparkSession, left: DataFrame, right: DataFrame, shape: SweepShape, *,
+                stream: Side, outer: bool) -> DataFrame:
+    """Every (left, right) pair the condition holds for, as one row of both frames' columns;
+    with `outer`, the `stream` side's rows that pair with nothing too, the other side null.
+    The stream side is binned once per row, the other copied into the bins its window reaches."""
+    from pyspark.sql import DataFrame as Frame
+    from pyspark.sql import functions as F
+
+    from joins.spark.names import jvm_class
+
+    w = shape.window
+    build = other_side(stream)
+    keys = {"left": shape.left_key, "right": shape.right_key}
+    times = {"left": w.left, "right": w.right}
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "8")
+
+    def staged(side: Side, frame: DataFrame) -> DataFrame:
+        bins = w.single_bin(side) if side == stream else w.replicated_bins(side)
+        p = f"_{side[0]}"
+        return frame.select("*", F.col(keys[side]).cast("long").alias(p + KEY),
+                            F.col(times[side]).cast("long").alias(p + TS), bins.alias(p + BIN)
+                            ).repartition(partitions, p + KEY, p + BIN)
+
+    frames = {"left": staged("left", left), "right": staged("right", right)}
+    s, b = frames[stream], frames[build]
+    sp, bp = f"_{stream[0]}", f"_{build[0]}"
+    # `left - right` in [-a, b]: a right row's time in [left - b, left + a], a left row's in
+    # [right - a, right + b].
+    lower, upper = (-w.b, w.a) if stream == "left" else (-w.a, w.b)
+    cls = jvm_class(spark._jvm, "temporaljoins.IntervalSweep")  # type: ignore[attr-defined]
+    jdf = cls.join(s._jdf, b._jdf, *(s.columns.index(sp + c) for c in (KEY, BIN, TS)),
+                   *(b.columns.index(bp + c) for c in (KEY, BIN, TS)), lower, upper, outer)
+    helpers = [p + c for p in ("_l", "_r") for c in (KEY, BIN, TS)]
+    return Frame(jdf, spark).drop(*helpers)
