@@ -78,7 +78,7 @@ def interval_join(left: DataFrame, right: DataFrame, spec: IntervalJoinSpec, *,
                   right_columns: Mapping[str, str] | None = None,
                   left_id: str | None = None, right_id: str | None = None,
                   bin_ms: int | None = None,
-                  replicate: Literal["left", "right"] = "right") -> BatchJoin:
+                  replicate: Literal["left", "right"] = "right", sweep: bool = True) -> BatchJoin:
     """The interval join of `left` and `right` under `spec` (condition, join type).
 
     left_columns / right_columns: config column name -> frame column (default: the name with
@@ -89,6 +89,7 @@ def interval_join(left: DataFrame, right: DataFrame, spec: IntervalJoinSpec, *,
     bin_ms: the time bin width (default: the bounds' window a + b).
     replicate: the side copied into the bins its window reaches, for an inner or full join; a
         left or right join replicates the side it does not keep.
+    sweep: False takes Spark's hash join where the sweep could run (sweep.py), to compare them.
     """
     layout = JoinLayout.of(spec, inputs={"left": _inputs(spec, "left", left, left_columns),
                                          "right": _inputs(spec, "right", right, right_columns)})
@@ -119,7 +120,7 @@ def interval_join(left: DataFrame, right: DataFrame, spec: IntervalJoinSpec, *,
         return candidate_pairs(frames["left"], frames["right"], keys=keys, window=window,
                                condition=condition, replicate=other, how=f"{side}_{how}")
 
-    shape = sweep_shape(layout, window) if len(outer) < 2 and sweep_runs(left) else None
+    shape = sweep_shape(layout, window) if sweep and len(outer) < 2 and sweep_runs(left) else None
     if shape is not None:
         # One integral key and one window, nothing else: a sweep of each (key, bin) group
         # sorted by time finds exactly the pairs (sweep.py), padding the outer side's rows.

@@ -96,21 +96,29 @@ def sweep_pairs(spark: SparkSession, left: DataFrame, right: DataFrame, shape: S
     times = {"left": w.left, "right": w.right}
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "8")
 
-    def staged(side: Side, frame: DataFrame) -> DataFrame:
-        bins = w.single_bin(side) if side == stream else w.replicated_bins(side)
+    def staged(side: Side, frame: DataFrame) -> tuple[DataFrame, list[str]]:
+        """The side's rows with their bin, shuffled on (key, bin); the key, bin and time
+        columns' names. A key or time of a narrower integral type gets a long copy (the sweep
+        reads longs); every column more is bytes more in the shuffle and in the task's arena."""
         p = f"_{side[0]}"
-        return frame.select("*", F.col(keys[side]).cast("long").alias(p + KEY),
-                            F.col(times[side]).cast("long").alias(p + TS), bins.alias(p + BIN)
-                            ).repartition(partitions, p + KEY, p + BIN)
+        extra, names = [], []
+        for column, helper in ((keys[side], p + KEY), (times[side], p + TS)):
+            if dict(frame.dtypes)[column] == "bigint":
+                names.append(column)
+            else:
+                extra.append(F.col(column).cast("long").alias(helper))
+                names.append(helper)
+        bins = w.single_bin(side) if side == stream else w.replicated_bins(side)
+        staged = frame.select("*", *extra, bins.alias(p + BIN))
+        return staged.repartition(partitions, names[0], p + BIN), [names[0], p + BIN, names[1]]
 
-    frames = {"left": staged("left", left), "right": staged("right", right)}
-    s, b = frames[stream], frames[build]
-    sp, bp = f"_{stream[0]}", f"_{build[0]}"
+    (s, sc), (b, bc) = staged(stream, {"left": left, "right": right}[stream]), \
+        staged(build, {"left": left, "right": right}[build])
     # `left - right` in [-a, b]: a right row's time in [left - b, left + a], a left row's in
     # [right - a, right + b].
     lower, upper = (-w.b, w.a) if stream == "left" else (-w.a, w.b)
     cls = jvm_class(spark._jvm, "temporaljoins.IntervalSweep")  # type: ignore[attr-defined]
-    jdf = cls.join(s._jdf, b._jdf, *(s.columns.index(sp + c) for c in (KEY, BIN, TS)),
-                   *(b.columns.index(bp + c) for c in (KEY, BIN, TS)), lower, upper, outer)
+    jdf = cls.join(s._jdf, b._jdf, *(s.columns.index(c) for c in sc),
+                   *(b.columns.index(c) for c in bc), lower, upper, outer)
     helpers = [p + c for p in ("_l", "_r") for c in (KEY, BIN, TS)]
     return Frame(jdf, spark).drop(*helpers)
