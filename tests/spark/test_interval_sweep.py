@@ -102,7 +102,9 @@ def test_the_sweep_gives_the_nested_loops_rows(spark: Any, join: str, lo: int, w
 def test_a_hot_key_across_many_bins_and_partitions(spark: Any) -> None:
     """Many rows of one key over many bins, each left row's pairs found in its bin's run."""
     lefts = [{"id": f"a{n}", "t": n, "k": 7, "v": 0} for n in range(0, 200, 3)]
-    rights = [{"id": f"b{n}", "t": n, "k": 7 if n % 5 else 8, "v": 0} for n in range(200)]
+    # In no order of time: each (key, bin) group is sorted in its task.
+    rights = [{"id": f"b{n}", "t": n, "k": 7 if n % 5 else 8, "v": 0}
+              for n in [*range(199, -1, -2), *range(0, 200, 2)]]
     condition = "l.k = r.k AND r.t BETWEEN l.t - 4 AND l.t + 2"
 
     def holds(a: Row, b: Row) -> bool:

@@ -64,6 +64,7 @@ public final class IntervalSweep {
 
   /** A task's build rows: bytes in one arena, grouped by (key, bin), ts ascending in a group. */
   static final class Groups {
+    private static final long MAX_ARENA = Integer.MAX_VALUE - 16;
     byte[] arena = new byte[1 << 16];
     int[] offset;
     int[] size;
@@ -97,7 +98,14 @@ public final class IntervalSweep {
           bins = Arrays.copyOf(bins, c); tss = Arrays.copyOf(tss, c);
         }
         int s = row.getSizeInBytes();
-        if (used + s > g.arena.length) g.arena = Arrays.copyOf(g.arena, Math.max(g.arena.length * 2, used + s));
+        if ((long) used + s > g.arena.length) {
+          long want = Math.max(2L * g.arena.length, (long) used + s);
+          if ((long) used + s > MAX_ARENA) {
+            throw new IllegalStateException("interval sweep: a task's build rows exceed " + MAX_ARENA
+                + " bytes (one array); raise spark.sql.shuffle.partitions to spread them over more tasks");
+          }
+          g.arena = Arrays.copyOf(g.arena, (int) Math.min(want, MAX_ARENA));
+        }
         row.writeToMemory(g.arena, org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET + used);
         off[n] = used; sz[n] = s; used += s;
         keys[n] = row.getLong(keyOrd); bins[n] = row.getLong(binOrd); tss[n] = row.getLong(tsOrd);
@@ -127,18 +135,45 @@ public final class IntervalSweep {
         int at = fill[groupOf[i]]++;
         g.offset[at] = off[i]; g.size[at] = sz[i]; g.ts[at] = tss[i];
       }
-      // Insertion sort per group: the input arrives as a few ts-sorted runs (the map tasks').
+      // Each group by ts. The rows arrive as a few ts-sorted runs (the map tasks') or in no
+      // order at all: a group already in order is left as it is, any other is merge sorted.
+      long[] tmpTs = new long[0];
+      int[] tmpOff = new int[0];
+      int[] tmpSize = new int[0];
       for (int k = 0; k < groups; k++) {
-        for (int i = g.start[k] + 1; i < g.start[k + 1]; i++) {
-          long t = g.ts[i]; int o = g.offset[i]; int s = g.size[i];
-          int j = i - 1;
-          while (j >= g.start[k] && g.ts[j] > t) {
-            g.ts[j + 1] = g.ts[j]; g.offset[j + 1] = g.offset[j]; g.size[j + 1] = g.size[j]; j--;
-          }
-          g.ts[j + 1] = t; g.offset[j + 1] = o; g.size[j + 1] = s;
+        int from = g.start[k], to = g.start[k + 1];
+        if (sorted(g.ts, from, to)) continue;
+        if (tmpTs.length < to - from) {
+          tmpTs = new long[to - from]; tmpOff = new int[to - from]; tmpSize = new int[to - from];
         }
+        g.mergeSort(from, to, tmpTs, tmpOff, tmpSize);
       }
       return g;
+    }
+
+    private static boolean sorted(long[] ts, int from, int to) {
+      for (int i = from + 1; i < to; i++) if (ts[i - 1] > ts[i]) return false;
+      return true;
+    }
+
+    /** Sorts rows [from, to) by ts (stable), through scratch arrays at least to - from long. */
+    private void mergeSort(int from, int to, long[] tmpTs, int[] tmpOff, int[] tmpSize) {
+      if (to - from < 2) return;
+      int mid = (from + to) >>> 1;
+      mergeSort(from, mid, tmpTs, tmpOff, tmpSize);
+      mergeSort(mid, to, tmpTs, tmpOff, tmpSize);
+      if (ts[mid - 1] <= ts[mid]) return;
+      int n = to - from;
+      System.arraycopy(ts, from, tmpTs, 0, n);
+      System.arraycopy(offset, from, tmpOff, 0, n);
+      System.arraycopy(size, from, tmpSize, 0, n);
+      int i = 0, j = mid - from, at = from;
+      while (i < mid - from && j < n) {
+        int pick = tmpTs[j] < tmpTs[i] ? j++ : i++;
+        ts[at] = tmpTs[pick]; offset[at] = tmpOff[pick]; size[at++] = tmpSize[pick];
+      }
+      for (; i < mid - from; i++, at++) { ts[at] = tmpTs[i]; offset[at] = tmpOff[i]; size[at] = tmpSize[i]; }
+      for (; j < n; j++, at++) { ts[at] = tmpTs[j]; offset[at] = tmpOff[j]; size[at] = tmpSize[j]; }
     }
 
     int find(long key, long bin) {
