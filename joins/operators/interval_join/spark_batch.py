@@ -25,7 +25,7 @@ from joins.operators.interval_join.columns import (
     SideColumns,
     rename_side,
 )
-from joins.operators.interval_join.sweep import sweep_pairs, sweep_runs, sweep_shape
+from joins.operators.interval_join.sweep import PAIRED, sweep_pairs, sweep_runs, sweep_shape
 from joins.sql import Side
 
 if TYPE_CHECKING:
@@ -128,8 +128,8 @@ def interval_join(left: DataFrame, right: DataFrame, spec: IntervalJoinSpec, *,
         stream: Side = kept or ("right" if replicate == "left" else "left")
         pairs = sweep_pairs(left.sparkSession, lrows, rrows, shape, stream=stream,
                             outer=kept is not None)
-        kind = F.lit(JOINED) if kept is None else F.when(
-            F.col(R_SEQ if kept == "left" else L_SEQ).isNull(), F.lit(kept)).otherwise(F.lit(JOINED))
+        kind = F.lit(JOINED) if kept is None else \
+            F.when(F.col(PAIRED), F.lit(JOINED)).otherwise(F.lit(kept))
         return BatchJoin(pairs.withColumn(KIND, kind).select(*columns), layout)
     if len(outer) == 1:
         # One outer side: Spark's own outer join pads the rows that match nothing, in the same

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from joins.operators.interval_join.columns import JoinLayout
 
 KEY, BIN, TS = "_sweep_key", "_sweep_bin", "_sweep_ts"
+PAIRED = "_sweep_paired"
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,9 @@ def sweep_shape(layout: JoinLayout, window: TimeWindow | None) -> SweepShape | N
 
 def sweep_pairs(spark: SparkSession, left: DataFrame, right: DataFrame, shape: SweepShape, *,
                 stream: Side, outer: bool) -> DataFrame:
-    """Every (left, right) pair the condition holds for, as one row of both frames' columns;
-    with `outer`, the `stream` side's rows that pair with nothing too, the other side null.
+    """Every (left, right) pair the condition holds for, as one row of both frames' columns and
+    PAIRED (true); with `outer`, the `stream` side's rows that pair with nothing too, the other
+    side null and PAIRED false.
     The stream side is binned once per row, the other copied into the bins its window reaches."""
     from pyspark.sql import DataFrame as Frame
     from pyspark.sql import functions as F
@@ -121,4 +123,6 @@ def sweep_pairs(spark: SparkSession, left: DataFrame, right: DataFrame, shape: S
     jdf = cls.join(s._jdf, b._jdf, *(s.columns.index(c) for c in sc),
                    *(b.columns.index(c) for c in bc), lower, upper, outer)
     helpers = [p + c for p in ("_l", "_r") for c in (KEY, BIN, TS)]
-    return Frame(jdf, spark).drop(*helpers)
+    # A build row always has its bin; a padded row's build side is all null.
+    out = Frame(jdf, spark).withColumn(PAIRED, F.col(f"_{build[0]}{BIN}").isNotNull())
+    return out.drop(*helpers)
