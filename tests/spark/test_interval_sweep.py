@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from joins.operators.interval_join.bins import time_window
 from joins.operators.interval_join.columns import JoinLayout
 from joins.operators.interval_join.spark_batch import interval_join
-from joins.operators.interval_join.sweep import sweep_shape
+from joins.operators.interval_join.sweep import sweep_key
 from tests.budget import examples
 from tests.reference.test_interval_join import COLUMNS, nested_loop, spec
 
@@ -39,7 +39,7 @@ def layout_of(spark: Any, condition: str, schema: str = SCHEMA, join: str = "inn
 ])
 def test_one_integral_key_and_one_window_take_the_sweep(spark: Any, condition: str) -> None:
     layout = layout_of(spark, condition)
-    assert sweep_shape(layout, time_window(layout)) is not None
+    assert sweep_key(layout, time_window(layout)) is not None
 
 
 @pytest.mark.parametrize("condition, schema", [
@@ -53,7 +53,7 @@ def test_one_integral_key_and_one_window_take_the_sweep(spark: Any, condition: s
 ])
 def test_any_other_condition_takes_the_hash_join(spark: Any, condition: str, schema: str) -> None:
     layout = layout_of(spark, condition, schema)
-    assert sweep_shape(layout, time_window(layout)) is None
+    assert sweep_key(layout, time_window(layout)) is None
 
 
 def side_rows(prefix: str) -> st.SearchStrategy[list[Row]]:

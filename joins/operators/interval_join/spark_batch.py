@@ -25,7 +25,7 @@ from joins.operators.interval_join.columns import (
     SideColumns,
     rename_side,
 )
-from joins.operators.interval_join.sweep import PAIRED, sweep_pairs, sweep_runs, sweep_shape
+from joins.operators.interval_join.sweep import PAIRED, sweep_key, sweep_pairs, sweep_runs
 from joins.sql import Side
 
 if TYPE_CHECKING:
@@ -120,14 +120,13 @@ def interval_join(left: DataFrame, right: DataFrame, spec: IntervalJoinSpec, *,
         return candidate_pairs(frames["left"], frames["right"], keys=keys, window=window,
                                condition=condition, replicate=other, how=f"{side}_{how}")
 
-    shape = sweep_shape(layout, window) if sweep and len(outer) < 2 and sweep_runs(left) else None
-    if shape is not None:
+    key = sweep_key(layout, window) if sweep and len(outer) < 2 and sweep_runs(left) else None
+    if key is not None and window is not None:
         # One integral key and one window, nothing else: a sweep of each (key, bin) group
         # sorted by time finds exactly the pairs (sweep.py), padding the outer side's rows.
         kept: Side | None = next(iter(outer), None)
         stream: Side = kept or ("right" if replicate == "left" else "left")
-        pairs = sweep_pairs(left.sparkSession, lrows, rrows, shape, stream=stream,
-                            outer=kept is not None)
+        pairs = sweep_pairs(lrows, rrows, key, window, stream=stream, outer=kept is not None)
         kind = F.lit(JOINED) if kept is None else \
             F.when(F.col(PAIRED), F.lit(JOINED)).otherwise(F.lit(kept))
         return BatchJoin(pairs.withColumn(KIND, kind).select(*columns), layout)

@@ -13,7 +13,6 @@ test_interval_sweep.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from joins.operators.interval_join.bins import TimeWindow
@@ -24,21 +23,12 @@ from joins.sql.plan import equi_key_of
 from joins.sql.time_bounds import comparisons, linearize
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
     from joins.operators.interval_join.columns import JoinLayout
 
 KEY, BIN, TS = "_sweep_key", "_sweep_bin", "_sweep_ts"
 PAIRED = "_sweep_paired"
-
-
-@dataclass(frozen=True)
-class SweepShape:
-    """The condition as the sweep takes it: `left_key = right_key` and the time window."""
-
-    left_key: str
-    right_key: str
-    window: TimeWindow
 
 
 def sweep_runs(frame: DataFrame) -> bool:
@@ -48,8 +38,8 @@ def sweep_runs(frame: DataFrame) -> bool:
     return jvm.unavailable_reason(frame.sparkSession) is None
 
 
-def sweep_shape(layout: JoinLayout, window: TimeWindow | None) -> SweepShape | None:
-    """The condition's key and window if it is exactly one integral key equality plus
+def sweep_key(layout: JoinLayout, window: TimeWindow | None) -> tuple[str, str] | None:
+    """The condition's key columns (left, right) if it is exactly one integral key equality plus
     comparisons of the window's two integral time columns (any mix of BETWEEN and inequalities,
     which together say `left - right` in [-a, b]); None for anything else (a filter, a second
     key, a string key, another time column, an OR)."""
@@ -77,11 +67,10 @@ def sweep_shape(layout: JoinLayout, window: TimeWindow | None) -> SweepShape | N
             terms = la.plus(lb, -1).terms
             if {c for c, _ in terms} != times or sorted(k for _, k in terms) != [-1, 1]:
                 return None
-    left_key, right_key = layout.join_keys()[0]
-    return SweepShape(left_key, right_key, window)
+    return layout.join_keys()[0]
 
 
-def sweep_pairs(spark: SparkSession, left: DataFrame, right: DataFrame, shape: SweepShape, *,
+def sweep_pairs(left: DataFrame, right: DataFrame, key: tuple[str, str], window: TimeWindow, *,
                 stream: Side, outer: bool) -> DataFrame:
     """Every (left, right) pair the condition holds for, as one row of both frames' columns and
     PAIRED (true); with `outer`, the `stream` side's rows that pair with nothing too, the other
@@ -92,9 +81,10 @@ def sweep_pairs(spark: SparkSession, left: DataFrame, right: DataFrame, shape: S
 
     from joins.spark.names import jvm_class
 
-    w = shape.window
+    spark = left.sparkSession
+    w = window
     build = other_side(stream)
-    keys = {"left": shape.left_key, "right": shape.right_key}
+    keys = {"left": key[0], "right": key[1]}
     times = {"left": w.left, "right": w.right}
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "8")
 
@@ -114,14 +104,15 @@ def sweep_pairs(spark: SparkSession, left: DataFrame, right: DataFrame, shape: S
         staged = frame.select("*", *extra, bins.alias(p + BIN))
         return staged.repartition(partitions, names[0], p + BIN), [names[0], p + BIN, names[1]]
 
-    (s, sc), (b, bc) = staged(stream, {"left": left, "right": right}[stream]), \
-        staged(build, {"left": left, "right": right}[build])
+    frames = {"left": left, "right": right}
+    (s, sc), (b, bc) = staged(stream, frames[stream]), staged(build, frames[build])
     # `left - right` in [-a, b]: a right row's time in [left - b, left + a], a left row's in
     # [right - a, right + b].
     lower, upper = (-w.b, w.a) if stream == "left" else (-w.a, w.b)
     cls = jvm_class(spark._jvm, "temporaljoins.IntervalSweep")  # type: ignore[attr-defined]
     jdf = cls.join(s._jdf, b._jdf, *(s.columns.index(c) for c in sc),
                    *(b.columns.index(c) for c in bc), lower, upper, outer)
+    # Drop ignores the helpers a side did not need (its key and time were longs already).
     helpers = [p + c for p in ("_l", "_r") for c in (KEY, BIN, TS)]
     # A build row always has its bin; a padded row's build side is all null.
     out = Frame(jdf, spark).withColumn(PAIRED, F.col(f"_{build[0]}{BIN}").isNotNull())
